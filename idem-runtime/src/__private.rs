@@ -1,0 +1,22 @@
+//! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
+
+pub use crate::call::{Call, DEFAULT_LEASE, Tool, run_async, run_sync};
+pub use crate::compare::compared;
+pub use crate::default_store::DefaultStore;
+pub use crate::key::{FieldMode, KeyPart, Segment};
+pub use crate::output::ToolOutput;
+pub use crate::status::{status_async, status_sync};
+
+/// Checks a key field's type where the user wrote it: the expansion calls this with the
+/// parameter's span, so an unfit type is reported on that parameter.
+#[inline(always)]
+pub fn key_part<T: KeyPart>(value: &T) -> &dyn KeyPart {
+    value
+}
+
+/// Names the return type's stored value for the generated status function.
+pub type ValueOf<O> = <O as ToolOutput>::Value;
+
+/// What the generated status function of a tool returning `O` returns.
+pub type StatusOf<O> = Result<crate::Status<ValueOf<O>>, crate::Error>;
+pub use crate::key::build_key;

@@ -1,0 +1,174 @@
+//! Compared fields: the request's values that must be equal on a repeat.
+//!
+//! They are stored with the reservation as canonical JSON: an object whose keys are the
+//! field names as written in `compare = [...]`, sorted, with every nested object's keys
+//! sorted too, so that map order never matters while `"1"` vs `1` and `[1,2]` vs `[2,1]`
+//! always do. This format is pinned: a process of a later idem version compares equal
+//! with records an earlier one wrote.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, ErrorCode, FieldDifference};
+
+/// One compared field's value, serialized before the body runs.
+pub type ComparedValue = Result<Value, serde_json::Error>;
+
+/// Serializes one compared field.
+pub fn compared<T: Serialize + ?Sized>(value: &T) -> ComparedValue {
+    serde_json::to_value(value)
+}
+
+/// The canonical JSON of a tool's compared fields. `names` and `values` are in the same
+/// order; the names are sorted here, so the order of `compare = [...]` does not matter.
+pub fn request_json(
+    tool_name: &str,
+    names: &[&str],
+    values: impl IntoIterator<Item = ComparedValue>,
+) -> Result<String, Error> {
+    let mut fields: Vec<(&str, Value)> = Vec::with_capacity(names.len());
+    for (name, value) in names.iter().zip(values) {
+        let value = value.map_err(|error| {
+            Error::new(
+                ErrorCode::InvalidKey,
+                format!("{tool_name}: compared field {name} cannot be serialized: {error}; the action was not run"),
+            )
+        })?;
+        fields.push((name, value));
+    }
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = String::from("{");
+    for (i, (name, value)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_canonical(&Value::String((*name).to_owned()), &mut out);
+        out.push(':');
+        write_canonical(value, &mut out);
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// Writes `value` as JSON with every object's keys sorted, whatever map type serde_json
+/// was built with (its `preserve_order` feature may be on elsewhere in the build).
+pub fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The compared fields that differ between a stored request and this one; empty when they
+/// are equal. A stored request that is not a JSON object is reported as one difference on
+/// every field rather than trusted.
+pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
+    if stored == requested {
+        return Vec::new();
+    }
+    let parse = |text: &str| match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    };
+    let (Some(stored_fields), Some(requested_fields)) = (parse(stored), parse(requested)) else {
+        return vec![FieldDifference {
+            field: "(request)".to_owned(),
+            stored: stored.to_owned(),
+            requested: requested.to_owned(),
+        }];
+    };
+    let mut names: Vec<&String> = stored_fields.keys().chain(requested_fields.keys()).collect();
+    names.sort();
+    names.dedup();
+    let render = |value: Option<&Value>| {
+        value.map_or_else(
+            || "(absent)".to_owned(),
+            |v| {
+                let mut out = String::new();
+                write_canonical(v, &mut out);
+                out
+            },
+        )
+    };
+    names
+        .into_iter()
+        .filter(|name| stored_fields.get(*name) != requested_fields.get(*name))
+        .map(|name| FieldDifference {
+            field: name.clone(),
+            stored: render(stored_fields.get(name)),
+            requested: render(requested_fields.get(name)),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(names: &[&str], values: &[Value]) -> String {
+        request_json("t", names, values.iter().cloned().map(Ok)).unwrap()
+    }
+
+    #[test]
+    fn field_and_map_order_never_matter() {
+        let a = request(&["b", "a"], &[json!({"y": 1, "x": 2}), json!(1)]);
+        let b = request(&["a", "b"], &[json!(1), json!({"x": 2, "y": 1})]);
+        assert_eq!(a, b);
+        assert_eq!(a, r#"{"a":1,"b":{"x":2,"y":1}}"#);
+    }
+
+    #[test]
+    fn types_and_sequence_order_always_matter() {
+        assert_ne!(request(&["a"], &[json!("1")]), request(&["a"], &[json!(1)]));
+        assert_ne!(request(&["a"], &[json!([1, 2])]), request(&["a"], &[json!([2, 1])]));
+    }
+
+    #[test]
+    fn no_compared_fields_is_an_empty_object() {
+        assert_eq!(request(&[], &[]), "{}");
+    }
+
+    #[test]
+    fn differences_name_each_field_with_both_values() {
+        let stored = request(&["amount", "currency"], &[json!(120.0), json!("EUR")]);
+        let requested = request(&["amount", "currency"], &[json!(150.0), json!("EUR")]);
+        assert_eq!(
+            differences(&stored, &requested),
+            vec![FieldDifference { field: "amount".into(), stored: "120.0".into(), requested: "150.0".into() }]
+        );
+        assert!(differences(&stored, &stored).is_empty());
+    }
+
+    #[test]
+    fn an_unserializable_field_is_invalid_and_named() {
+        use std::collections::HashMap;
+        let map: HashMap<(u8, u8), u8> = HashMap::from([((1, 2), 3)]);
+        let error = request_json("t", &["m"], vec![compared(&map)]).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidKey);
+        assert!(error.message().contains("compared field m"), "{error}");
+    }
+}

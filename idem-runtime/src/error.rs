@@ -1,0 +1,201 @@
+//! The structured tool error every idem answer that is not a result takes.
+
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+
+/// The stable code of an [`Error`]: what happened, in a form code and models can branch on.
+///
+/// Codes are serialized in `SCREAMING_SNAKE_CASE` (`"IN_PROGRESS"`) and never renamed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The first call with this key is still running.
+    InProgress,
+    /// A call with this key completed earlier, with different compared fields.
+    Conflict,
+    /// A call with this key was abandoned (crash, panic, dropped future) and its lease
+    /// ended: nobody knows whether the action happened.
+    OutcomeUnknown,
+    /// The store could not be reached or failed; the body did not run.
+    StoreUnavailable,
+    /// A key field was empty after normalization, or a compared field could not be
+    /// serialized; the body did not run.
+    InvalidKey,
+    /// The stored record exists but cannot be read back (corrupt, or its result no longer
+    /// deserializes into the tool's type). Never turned into a re-run.
+    RecordUnreadable,
+}
+
+impl ErrorCode {
+    /// The code as it is serialized, e.g. `"IN_PROGRESS"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InProgress => "IN_PROGRESS",
+            ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::InvalidKey => "INVALID_KEY",
+            ErrorCode::RecordUnreadable => "RECORD_UNREADABLE",
+        }
+    }
+
+    /// Whether sending the same call again can help. Only a store outage is retryable:
+    /// every other answer is settled, or needs a check (`<tool>_status`) or a person.
+    pub const fn retryable(self) -> bool {
+        matches!(self, ErrorCode::StoreUnavailable)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// One compared field whose stored and requested values differ (a CONFLICT).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldDifference {
+    /// The field as written in `compare = [...]`, e.g. `amount` or `req.amount`.
+    pub field: String,
+    /// The value the first call stored, as canonical JSON.
+    pub stored: String,
+    /// The value this call asked for, as canonical JSON.
+    pub requested: String,
+}
+
+/// A structured tool error: a stable [`code`](Error::code), a message for people and
+/// models, whether a retry can help, and what to do instead.
+///
+/// It serializes as `{"error": {"code", "message", "retryable", "suggestion"}}`, the shape
+/// agent frameworks pass to the model. Tools return it through their own error type:
+/// `Result<T, E>` works for any `E: From<idem::Error>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    code: ErrorCode,
+    message: String,
+    suggestion: Option<String>,
+    differences: Vec<FieldDifference>,
+}
+
+impl Error {
+    /// An error with `code` and `message` and no suggestion.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), suggestion: None, differences: Vec::new() }
+    }
+
+    /// The same error with a suggestion of what to do instead.
+    pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
+        self.suggestion = Some(suggestion.into());
+        self
+    }
+
+    pub(crate) fn with_differences(mut self, differences: Vec<FieldDifference>) -> Self {
+        self.differences = differences;
+        self
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// What happened, naming the key and (for a conflict) each differing field.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the same call may be sent again.
+    pub fn retryable(&self) -> bool {
+        self.code.retryable()
+    }
+
+    /// What to do instead, e.g. which status function to call.
+    pub fn suggestion(&self) -> Option<&str> {
+        self.suggestion.as_deref()
+    }
+
+    /// For a [`Conflict`](ErrorCode::Conflict): each compared field that differs.
+    pub fn differences(&self) -> &[FieldDifference] {
+        &self.differences
+    }
+
+    /// The error as the JSON value `{"error": {...}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("an idem::Error always serializes")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, " ({suggestion})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+struct Body<'a>(&'a Error);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut body = serializer.serialize_struct("Error", 4)?;
+        body.serialize_field("code", &self.0.code)?;
+        body.serialize_field("message", &self.0.message)?;
+        body.serialize_field("retryable", &self.0.retryable())?;
+        body.serialize_field("suggestion", &self.0.suggestion)?;
+        body.end()
+    }
+}
+
+impl Serialize for Error {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("error", &Body(self))?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_as_the_tool_error_shape() {
+        let error = Error::new(ErrorCode::InProgress, "still running")
+            .with_suggestion("call send_invoice_status in a few seconds");
+        assert_eq!(
+            serde_json::to_string(&error).unwrap(),
+            r#"{"error":{"code":"IN_PROGRESS","message":"still running","retryable":false,"suggestion":"call send_invoice_status in a few seconds"}}"#
+        );
+    }
+
+    #[test]
+    fn only_a_store_outage_is_retryable() {
+        for code in [
+            ErrorCode::InProgress,
+            ErrorCode::Conflict,
+            ErrorCode::OutcomeUnknown,
+            ErrorCode::InvalidKey,
+            ErrorCode::RecordUnreadable,
+        ] {
+            assert!(!code.retryable(), "{code}");
+        }
+        assert!(ErrorCode::StoreUnavailable.retryable());
+    }
+
+    #[test]
+    fn display_names_code_message_and_suggestion() {
+        let error = Error::new(ErrorCode::Conflict, "amount differs").with_suggestion("ask the user");
+        assert_eq!(error.to_string(), "CONFLICT: amount differs (ask the user)");
+    }
+}

@@ -1,0 +1,380 @@
+//! Keys: from a tool's template and its key fields to one normalized, escaped string.
+//!
+//! A key names the business action (`invoice:acme:2026-10`), never the attempt. Field
+//! values are normalized so that the same action spelled differently on a retry
+//! (`" ACME "`, `"acme"`) gives the same key, and escaped so that different field tuples
+//! never do (`("a:b", "c")` and `("a", "b:c")`).
+
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::error::{Error, ErrorCode};
+
+/// A value that can be a key field: it spells a business identity the same way on every
+/// attempt.
+///
+/// Implemented for strings, integers, `bool` and `char`, and through references and
+/// smart pointers. Implement it for your own identifier types (a `CustomerId` newtype)
+/// by writing their stable text form. Do not implement it for clock readings, floats or
+/// per-call random values: a retry would get a different key and run the action again.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an idempotency key field",
+    label = "this key field has type `{Self}`, which is not a stable business identifier",
+    note = "a key must name the action the same way on every retry: use strings, integers, `bool`, `char`, or implement `idem::KeyPart` for an identifier type",
+    note = "floats (0.1 + 0.2 != 0.3), timestamps (`SystemTime`, `Instant`, date-times) and per-call random values give a different key on a retry; put a float in `compare = [...]` instead"
+)]
+pub trait KeyPart {
+    /// Appends this value's text, before normalization, to `out`.
+    fn write_key_text(&self, out: &mut String);
+}
+
+impl KeyPart for str {
+    fn write_key_text(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl KeyPart for String {
+    fn write_key_text(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl KeyPart for Cow<'_, str> {
+    fn write_key_text(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl KeyPart for bool {
+    fn write_key_text(&self, out: &mut String) {
+        out.push_str(if *self { "true" } else { "false" });
+    }
+}
+
+impl KeyPart for char {
+    fn write_key_text(&self, out: &mut String) {
+        out.push(*self);
+    }
+}
+
+macro_rules! integer_key_parts {
+    ($($int:ty)*) => {$(
+        impl KeyPart for $int {
+            fn write_key_text(&self, out: &mut String) {
+                let _ = write!(out, "{self}");
+            }
+        }
+    )*};
+}
+
+integer_key_parts!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize);
+integer_key_parts!(
+    std::num::NonZeroU8 std::num::NonZeroU16 std::num::NonZeroU32 std::num::NonZeroU64
+    std::num::NonZeroU128 std::num::NonZeroUsize std::num::NonZeroI8 std::num::NonZeroI16
+    std::num::NonZeroI32 std::num::NonZeroI64 std::num::NonZeroI128 std::num::NonZeroIsize
+);
+
+impl<T: KeyPart + ?Sized> KeyPart for &T {
+    fn write_key_text(&self, out: &mut String) {
+        (**self).write_key_text(out);
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for &mut T {
+    fn write_key_text(&self, out: &mut String) {
+        (**self).write_key_text(out);
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Box<T> {
+    fn write_key_text(&self, out: &mut String) {
+        (**self).write_key_text(out);
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Arc<T> {
+    fn write_key_text(&self, out: &mut String) {
+        (**self).write_key_text(out);
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for std::rc::Rc<T> {
+    fn write_key_text(&self, out: &mut String) {
+        (**self).write_key_text(out);
+    }
+}
+
+/// How one placeholder's value becomes key text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldMode {
+    /// Trim, NFKC and case fold (`<customer>`); off for `<sku:exact>`.
+    pub normalize: bool,
+    /// Replace the value by a hash of it (`<email:hash>`), to keep personal data out of
+    /// keys, stores and logs.
+    pub hash: bool,
+}
+
+/// One piece of a parsed key template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment {
+    /// Literal text, copied as is.
+    Literal(&'static str),
+    /// A placeholder: the field as written in the template, and how to render it.
+    Field(&'static str, FieldMode),
+}
+
+/// A derived key: the text stored and sent to providers, e.g. `invoice:acme:2026-10`.
+///
+/// Cheap to clone. Read it in a tool's body with [`current_key`](crate::current_key) to
+/// send it to a provider that accepts idempotency keys, and derive per-step keys for
+/// multi-step tools with [`step`](Key::step).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    text: Arc<str>,
+    /// Length of the template's leading literal (`invoice:`), for [`Key::step`].
+    lead: usize,
+}
+
+impl Key {
+    /// The key text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// A key for one step of a multi-step tool: the step name joins the template's
+    /// leading word, so `invoice:acme:2026-10` gives `invoice-email:acme:2026-10` for
+    /// `step("email")`. A template that starts with a placeholder gets `email:` in front.
+    /// The step name is escaped like a key field, so distinct steps give distinct keys.
+    pub fn step(&self, name: &str) -> String {
+        let (lead, rest) = self.text.split_at(self.lead);
+        let word_end = lead.trim_end_matches(|c: char| !is_unreserved(c)).len();
+        let mut out = String::with_capacity(self.text.len() + name.len() + 2);
+        if word_end == 0 {
+            escape_into(name, &mut out);
+            out.push(':');
+            out.push_str(&self.text);
+        } else {
+            out.push_str(&lead[..word_end]);
+            out.push('-');
+            escape_into(name, &mut out);
+            out.push_str(&lead[word_end..]);
+            out.push_str(rest);
+        }
+        out
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.text, f)
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl AsRef<str> for Key {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Builds the key of `tool` from its key fields, in template order.
+///
+/// A field whose value is empty after normalization is an [`InvalidKey`](ErrorCode::InvalidKey)
+/// error naming it: an empty customer would make every customer's action one action.
+pub fn build_key(tool_name: &str, template: &[Segment], parts: &[&dyn KeyPart]) -> Result<Key, Error> {
+    let mut out = String::with_capacity(64);
+    let mut raw = String::new();
+    let mut lead = None;
+    let mut parts = parts.iter();
+    for segment in template {
+        match *segment {
+            Segment::Literal(text) => out.push_str(text),
+            Segment::Field(name, mode) => {
+                lead.get_or_insert(out.len());
+                let part = parts.next().expect("the macro passes one key part per placeholder");
+                raw.clear();
+                part.write_key_text(&mut raw);
+                let value = if mode.normalize { normalize(&raw) } else { Cow::Borrowed(raw.as_str()) };
+                if value.is_empty() {
+                    return Err(empty_field(tool_name, name, &raw));
+                }
+                if mode.hash {
+                    hash_into(&value, &mut out);
+                } else {
+                    escape_into(&value, &mut out);
+                }
+            }
+        }
+    }
+    let lead = lead.unwrap_or(out.len());
+    Ok(Key { text: out.into(), lead })
+}
+
+fn empty_field(tool_name: &str, field: &str, raw: &str) -> Error {
+    let what = if raw.is_empty() { "empty".to_owned() } else { format!("{raw:?}, empty after normalization") };
+    Error::new(ErrorCode::InvalidKey, format!("{tool_name}: key field {field} is {what}; the action was not run"))
+        .with_suggestion(format!("call {tool_name} again with a non-empty {field}"))
+}
+
+/// Normalizes one key field value: Unicode NFKC, case folding, trimmed.
+///
+/// Case folding is lowercasing plus the two foldings that lowercasing misses in practice
+/// (`ß`/`ẞ` to `ss`, final `ς` to `σ`). ASCII input takes a fast path with the same result.
+pub fn normalize(text: &str) -> Cow<'_, str> {
+    let trimmed = text.trim();
+    if trimmed.is_ascii() {
+        if trimmed.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Cow::Owned(trimmed.to_ascii_lowercase());
+        }
+        return Cow::Borrowed(trimmed);
+    }
+    let mut folded = String::with_capacity(trimmed.len());
+    for c in trimmed.nfkc() {
+        match c {
+            'ß' | 'ẞ' => folded.push_str("ss"),
+            'ς' => folded.push('σ'),
+            _ => folded.extend(c.to_lowercase()),
+        }
+    }
+    let renormalized: String = folded.nfkc().collect();
+    Cow::Owned(renormalized.trim().to_owned())
+}
+
+/// Whether `c` stands for itself in key field values (letters, digits and `- . _ ~`,
+/// plus all non-ASCII characters). Every other ASCII character is percent-encoded, so
+/// any of them in the template's literal text separates fields unambiguously.
+pub fn is_unreserved(c: char) -> bool {
+    !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
+}
+
+fn escape_into(value: &str, out: &mut String) {
+    for c in value.chars() {
+        if is_unreserved(c) {
+            out.push(c);
+        } else {
+            let _ = write!(out, "%{:02X}", c as u32);
+        }
+    }
+}
+
+/// Hex of the first 16 bytes of SHA-256: 128 bits keep collisions out of reach while
+/// keeping keys short.
+fn hash_into(value: &str, out: &mut String) {
+    let digest = Sha256::digest(value.as_bytes());
+    for byte in &digest[..16] {
+        let _ = write!(out, "{byte:02x}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NORMAL: FieldMode = FieldMode { normalize: true, hash: false };
+    const EXACT: FieldMode = FieldMode { normalize: false, hash: false };
+    const HASH: FieldMode = FieldMode { normalize: true, hash: true };
+    const INVOICE: &[Segment] = &[
+        Segment::Literal("invoice:"),
+        Segment::Field("customer", NORMAL),
+        Segment::Literal(":"),
+        Segment::Field("period", NORMAL),
+    ];
+
+    fn key(template: &[Segment], parts: &[&dyn KeyPart]) -> Result<String, Error> {
+        build_key("send_invoice", template, parts).map(|k| k.as_str().to_owned())
+    }
+
+    #[test]
+    fn builds_the_article_key() {
+        assert_eq!(key(INVOICE, &[&"acme", &"2026-10"]).unwrap(), "invoice:acme:2026-10");
+    }
+
+    #[test]
+    fn the_same_action_spelled_differently_gives_the_same_key() {
+        let a = key(INVOICE, &[&" ACME ", &"2026-10"]).unwrap();
+        let b = key(INVOICE, &[&"acme".to_string(), &"2026-10"]).unwrap();
+        let c = key(INVOICE, &[&"Ａｃｍｅ", &"2026-10"]).unwrap(); // fullwidth letters
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+    }
+
+    #[test]
+    fn separators_inside_values_are_escaped() {
+        let a = key(INVOICE, &[&"a:b", &"c"]).unwrap();
+        let b = key(INVOICE, &[&"a", &"b:c"]).unwrap();
+        assert_eq!(a, "invoice:a%3Ab:c");
+        assert_eq!(b, "invoice:a:b%3Ac");
+        assert_eq!(key(INVOICE, &[&"100%", &"x"]).unwrap(), "invoice:100%25:x");
+    }
+
+    #[test]
+    fn empty_fields_are_invalid_and_named() {
+        for empty in ["", "   ", "\u{3000}"] {
+            let error = key(INVOICE, &[&"acme", &empty]).unwrap_err();
+            assert_eq!(error.code(), ErrorCode::InvalidKey);
+            assert!(error.message().contains("period"), "{error}");
+        }
+    }
+
+    #[test]
+    fn exact_fields_keep_case_and_spaces() {
+        let template = &[Segment::Literal("sku:"), Segment::Field("sku", EXACT)];
+        assert_eq!(key(template, &[&"Ab c"]).unwrap(), "sku:Ab%20c");
+        assert_ne!(key(template, &[&"AB"]).unwrap(), key(template, &[&"ab"]).unwrap());
+    }
+
+    #[test]
+    fn hashed_fields_hide_the_value_but_not_its_identity() {
+        let template = &[Segment::Literal("welcome:"), Segment::Field("email", HASH)];
+        let a = key(template, &[&"Ann@Example.com"]).unwrap();
+        let b = key(template, &[&" ann@example.com"]).unwrap();
+        assert_eq!(a, b);
+        assert!(!a.contains("ann"), "{a}");
+        assert_eq!(a.len(), "welcome:".len() + 32);
+    }
+
+    #[test]
+    fn integers_and_bools_render_canonically() {
+        let template = &[
+            Segment::Literal("order:"),
+            Segment::Field("id", NORMAL),
+            Segment::Literal("/"),
+            Segment::Field("gift", NORMAL),
+        ];
+        assert_eq!(key(template, &[&42u64, &true]).unwrap(), "order:42/true");
+        assert_eq!(key(template, &[&-7i32, &false]).unwrap(), "order:-7/false");
+    }
+
+    #[test]
+    fn folding_goes_beyond_lowercase() {
+        assert_eq!(normalize("STRASSE"), normalize("Straße"));
+        assert_eq!(normalize("ΣΑΣ"), normalize("σας"));
+        assert_eq!(normalize("ﬁle"), "file");
+    }
+
+    #[test]
+    fn steps_join_the_leading_word() {
+        let key = build_key("send_invoice", INVOICE, &[&"acme", &"2026-10"]).unwrap();
+        assert_eq!(key.step("email"), "invoice-email:acme:2026-10");
+        assert_eq!(key.step("a:b"), "invoice-a%3Ab:acme:2026-10");
+        let bare = build_key("t", &[Segment::Field("id", NORMAL)], &[&"x1"]).unwrap();
+        assert_eq!(bare.step("email"), "email:x1");
+    }
+}

@@ -1,0 +1,30 @@
+//! The runtime of [`idem`](https://docs.rs/idem): key building, outcomes and errors, the
+//! store trait and the bundled stores, status reads and testing helpers.
+//!
+//! Use it through the `idem` crate, which re-exports everything here next to the
+//! `#[idempotent]` attribute.
+
+mod call;
+mod compare;
+mod default_store;
+mod error;
+mod key;
+mod observe;
+mod output;
+mod scope;
+mod status;
+
+pub mod store;
+pub mod testing;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use call::{DEFAULT_LEASE, current_key};
+pub use default_store::{DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, set_default_store_path};
+pub use error::{Error, ErrorCode, FieldDifference};
+pub use key::{Key, KeyPart, normalize};
+pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
+pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};
+pub use status::Status;
+pub use store::{AsyncStore, MemoryStore, SqliteStore, Store};

@@ -1,0 +1,135 @@
+//! The read-only status of a key, behind every generated `<tool>_status` function.
+
+use serde::de::DeserializeOwned;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use crate::call::{Tool, store_unavailable};
+use crate::error::{Error, ErrorCode};
+use crate::key::{Key, KeyPart, build_key};
+use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError};
+
+/// Where a tool's action for one key stands, as `<tool>_status` reports it.
+///
+/// It serializes for a model as `{"status": "completed", "result": ...}`,
+/// `{"status": "in_progress", "since_ms": ..., "lease_until_ms": ...}`,
+/// `{"status": "unknown", "since_ms": ...}`, `{"status": "failed", "error": ...}` or
+/// `{"status": "not_found"}`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Status<T> {
+    /// No call with this key is recorded: it never ran, it failed and was released, or
+    /// its record was purged after retention.
+    NotFound,
+    /// A call is running.
+    InProgress {
+        /// When it started, in milliseconds since the Unix epoch, by the store's clock.
+        since_ms: i64,
+        /// When its lease ends, by the store's clock.
+        lease_until_ms: i64,
+    },
+    /// The action happened; its result.
+    Completed(T),
+    /// The action failed with an error that the tool keeps as final (`on_error = keep`).
+    Failed(serde_json::Value),
+    /// A call started and never finished (crash, panic, cancellation) and its lease ended:
+    /// whether the action happened is unknown. Check with the provider or a person.
+    Unknown {
+        /// When the abandoned call started.
+        since_ms: i64,
+    },
+}
+
+impl<T: Serialize> Serialize for Status<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Status::NotFound => map.serialize_entry("status", "not_found")?,
+            Status::InProgress { since_ms, lease_until_ms } => {
+                map.serialize_entry("status", "in_progress")?;
+                map.serialize_entry("since_ms", since_ms)?;
+                map.serialize_entry("lease_until_ms", lease_until_ms)?;
+            }
+            Status::Completed(result) => {
+                map.serialize_entry("status", "completed")?;
+                map.serialize_entry("result", result)?;
+            }
+            Status::Failed(error) => {
+                map.serialize_entry("status", "failed")?;
+                map.serialize_entry("error", error)?;
+            }
+            Status::Unknown { since_ms } => {
+                map.serialize_entry("status", "unknown")?;
+                map.serialize_entry("since_ms", since_ms)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Reads the status of a sync tool's key. Never reserves.
+#[doc(hidden)]
+pub fn status_sync<S, T>(tool: &'static Tool, store: &S, key_parts: &[&dyn KeyPart]) -> Result<Status<T>, Error>
+where
+    S: Store + ?Sized,
+    T: DeserializeOwned,
+{
+    let key = build_key(tool.status_fn, tool.template, key_parts)?;
+    let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() });
+    status_of(tool, &key, read)
+}
+
+/// Reads the status of an async tool's key. Never reserves.
+#[doc(hidden)]
+pub async fn status_async<S, T>(tool: &'static Tool, store: &S, key_parts: &[&dyn KeyPart]) -> Result<Status<T>, Error>
+where
+    S: AsyncStore + ?Sized,
+    T: DeserializeOwned,
+{
+    let key = build_key(tool.status_fn, tool.template, key_parts)?;
+    let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;
+    status_of(tool, &key, read)
+}
+
+fn status_of<T: DeserializeOwned>(
+    tool: &Tool,
+    key: &Key,
+    read: Result<Option<Record>, StoreError>,
+) -> Result<Status<T>, Error> {
+    let record = match read {
+        Ok(Some(record)) => record,
+        Ok(None) => return Ok(Status::NotFound),
+        Err(error) => return Err(store_unavailable(tool, &error)),
+    };
+    let unreadable = |error: serde_json::Error| {
+        Error::new(
+            ErrorCode::RecordUnreadable,
+            format!("{}: the record for {key} does not read as this tool's result ({error})", tool.status_fn),
+        )
+        .with_suggestion(format!("a person must inspect the record for {key}"))
+    };
+    Ok(match record.state {
+        RecordState::InProgress { lease_expired: false, lease_until_ms } => {
+            Status::InProgress { since_ms: record.created_at_ms, lease_until_ms }
+        }
+        RecordState::InProgress { lease_expired: true, .. } => Status::Unknown { since_ms: record.created_at_ms },
+        RecordState::Completed { result } => Status::Completed(serde_json::from_str(&result).map_err(unreadable)?),
+        RecordState::Failed { error } => Status::Failed(serde_json::from_str(&error).map_err(unreadable)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_for_a_model() {
+        let completed: Status<u32> = Status::Completed(0);
+        assert_eq!(serde_json::to_string(&completed).unwrap(), r#"{"status":"completed","result":0}"#);
+        let running: Status<u32> = Status::InProgress { since_ms: 1, lease_until_ms: 2 };
+        assert_eq!(
+            serde_json::to_string(&running).unwrap(),
+            r#"{"status":"in_progress","since_ms":1,"lease_until_ms":2}"#
+        );
+        assert_eq!(serde_json::to_string(&Status::<u32>::NotFound).unwrap(), r#"{"status":"not_found"}"#);
+    }
+}

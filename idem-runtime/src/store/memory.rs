@@ -1,0 +1,190 @@
+//! The in-memory store: one process, nothing survives a restart.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+
+/// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
+/// grow even when a key is released and reserved again, or moved between stores in tests.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A store that keeps records in a map inside the process.
+///
+/// Meant for tests and for tools that run in one short-lived process: records vanish with
+/// the process, so a retry after a restart runs the body again. Use
+/// [`SqliteStore`](super::SqliteStore) when retries may outlive the process.
+///
+/// Every operation holds one mutex for its whole duration, which is what makes
+/// [`reserve`](Store::reserve) atomic.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    records: Mutex<HashMap<(String, String), Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    token: Token,
+    request: String,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    InProgress { lease_until_ms: i64 },
+    Completed(String),
+    Failed(String),
+}
+
+impl MemoryStore {
+    /// An empty store; the same as [`MemoryStore::default`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every operation leaves the map consistent before it can panic, so a poisoned lock
+    /// still guards valid records.
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Milliseconds since the Unix epoch by this process's clock (a clock before 1970 reads 0).
+fn now_ms() -> i64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    duration_ms(since_epoch)
+}
+
+/// A duration in milliseconds, capped so that `now + duration` cannot overflow.
+fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
+}
+
+fn key_of(id: RecordId<'_>) -> (String, String) {
+    (id.namespace.to_owned(), id.key.to_owned())
+}
+
+impl Entry {
+    fn to_record(&self, now: i64) -> Record {
+        let state = match &self.state {
+            State::InProgress { lease_until_ms } => {
+                RecordState::InProgress { lease_until_ms: *lease_until_ms, lease_expired: *lease_until_ms <= now }
+            }
+            State::Completed(result) => RecordState::Completed { result: result.clone() },
+            State::Failed(error) => RecordState::Failed { error: error.clone() },
+        };
+        Record {
+            request: self.request.clone(),
+            token: self.token,
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+            state,
+        }
+    }
+
+    /// Whether `token` holds this record: it is the holder's and not yet settled.
+    fn held_by(&self, token: Token) -> bool {
+        self.token == token && matches!(self.state, State::InProgress { .. })
+    }
+}
+
+impl Store for MemoryStore {
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        match records.entry(key_of(request.id)) {
+            MapEntry::Occupied(existing) => Ok(Reservation::Existing(existing.get().to_record(now))),
+            MapEntry::Vacant(vacant) => {
+                let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+                vacant.insert(Entry {
+                    token,
+                    request: request.request.to_owned(),
+                    created_at_ms: now,
+                    updated_at_ms: now,
+                    state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
+                });
+                Ok(Reservation::Acquired { token })
+            }
+        }
+    }
+
+    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let entry = records.get_mut(&key_of(id)).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
+        entry.state = match completion {
+            Completion::Success(result) => State::Completed(result.to_owned()),
+            Completion::KeptError(error) => State::Failed(error.to_owned()),
+        };
+        entry.updated_at_ms = now_ms();
+        Ok(())
+    }
+
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        match records.entry(key_of(id)) {
+            MapEntry::Occupied(entry) if entry.get().held_by(token) => {
+                entry.remove();
+                Ok(())
+            }
+            _ => Err(StoreError::Fenced),
+        }
+    }
+
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        let records = self.lock();
+        let now = now_ms();
+        Ok(records.get(&key_of(id)).map(|entry| entry.to_record(now)))
+    }
+
+    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
+        let mut records = self.lock();
+        let cutoff = now_ms() - duration_ms(older_than);
+        let doomed: Vec<(String, String)> = records
+            .iter()
+            .filter(|(_, entry)| !matches!(entry.state, State::InProgress { .. }) && entry.updated_at_ms <= cutoff)
+            .map(|(key, _)| key.clone())
+            .take(limit)
+            .collect();
+        for key in &doomed {
+            records.remove(key);
+        }
+        Ok(doomed.len())
+    }
+}
+
+crate::store::async_store_from_sync!(MemoryStore);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::conformance::check_store;
+
+    #[test]
+    fn passes_the_conformance_checks() {
+        check_store(MemoryStore::new);
+    }
+
+    #[test]
+    fn tokens_grow_across_stores() {
+        let id = RecordId { namespace: "memory-test", key: "k" };
+        let reserve = Reserve { id, request: "{}", lease: Duration::from_secs(60) };
+        let token = |store: &MemoryStore| match store.reserve(reserve).unwrap() {
+            Reservation::Acquired { token } => token,
+            other => panic!("expected Acquired, got {other:?}"),
+        };
+        let first = token(&MemoryStore::new());
+        let second = token(&MemoryStore::new());
+        assert!(second > first, "a later store's token {second:?} must exceed {first:?}");
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<MemoryStore>();
+    }
+}

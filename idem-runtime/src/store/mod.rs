@@ -1,0 +1,291 @@
+//! Stores: where reservations and results live.
+//!
+//! A store keeps one record per `(namespace, key)`. Atomicity comes from the store's own
+//! unique constraint or transaction, never from a check-then-insert in Rust: two callers
+//! that reserve the same key at the same moment get exactly one
+//! [`Reservation::Acquired`].
+//!
+//! Sync tools use [`Store`]; async tools use [`AsyncStore`]. The bundled stores implement
+//! both. Every store passes the same conformance checks.
+
+mod memory;
+mod sqlite;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use memory::MemoryStore;
+pub use sqlite::{SqliteStore, SqliteStoreBuilder, Synchronous};
+
+/// Which record: the tool's namespace and the derived key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RecordId<'a> {
+    /// The tool's identity (by default `crate_name::fn_name`), so two tools with the same
+    /// template text never share keys by accident.
+    pub namespace: &'a str,
+    /// The derived key, e.g. `invoice:acme:2026-10`.
+    pub key: &'a str,
+}
+
+/// A fencing token: proof of holding a reservation. Tokens only grow: a newer holder of a
+/// key always has a larger token than any earlier one, so a late finisher cannot complete
+/// or release a record that is no longer its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Token(pub u64);
+
+/// A request to reserve a key before the body runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Reserve<'a> {
+    /// The record to create.
+    pub id: RecordId<'a>,
+    /// The compared fields as canonical JSON (`{}` when there are none), kept with the
+    /// reservation so that every later call is compared against the first.
+    pub request: &'a str,
+    /// How long the reservation holds without a completion before it counts as abandoned.
+    pub lease: Duration,
+}
+
+/// What a reservation attempt found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// The caller now holds the key and must complete or release it with `token`.
+    Acquired {
+        /// Fences this holder's completion and release.
+        token: Token,
+    },
+    /// A record for the key exists already.
+    Existing(Record),
+}
+
+/// A stored record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The compared fields of the first call, as canonical JSON.
+    pub request: String,
+    /// The holder's (or the last holder's) fencing token.
+    pub token: Token,
+    /// When the reservation was made, in milliseconds since the Unix epoch, by the
+    /// store's clock.
+    pub created_at_ms: i64,
+    /// When the record last changed (reserved, completed), by the store's clock.
+    pub updated_at_ms: i64,
+    /// Where the record stands.
+    pub state: RecordState,
+}
+
+/// Where a record stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordState {
+    /// Reserved and not yet settled.
+    InProgress {
+        /// When the lease ends, by the store's clock.
+        lease_until_ms: i64,
+        /// Whether the lease has ended, judged by the store's clock (for PostgreSQL, the
+        /// server's), never a worker's.
+        lease_expired: bool,
+    },
+    /// The body succeeded; its result as JSON.
+    Completed {
+        /// The serialized result.
+        result: String,
+    },
+    /// The body failed and the tool keeps errors as final (`on_error = keep`); the error
+    /// as JSON.
+    Failed {
+        /// The serialized error.
+        error: String,
+    },
+}
+
+/// How a reservation is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion<'a> {
+    /// The body succeeded with this result, as JSON.
+    Success(&'a str),
+    /// The body failed with this error, as JSON, and the error is kept as the final answer.
+    KeptError(&'a str),
+}
+
+/// Why a store operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The token no longer holds the record: its lease was taken over, or it was released
+    /// or completed already. The record was not changed.
+    Fenced,
+    /// The stored record cannot be read (unknown state, malformed columns).
+    Corrupt(String),
+    /// The backend failed: I/O, driver, lock timeout, unreachable server.
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Fenced => f.write_str("the reservation is no longer held by this token"),
+            StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
+            StoreError::Backend(error) => write!(f, "store failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Backend(error) => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+/// A store for sync tools.
+///
+/// Implementations must make [`reserve`](Store::reserve) atomic per [`RecordId`]: of any
+/// number of concurrent calls for one id, across threads and (for shared stores)
+/// processes, at most one gets [`Reservation::Acquired`] while a record exists.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an idem store for sync tools",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::Store`",
+    note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
+)]
+pub trait Store: Send + Sync {
+    /// Creates an in-progress record for `request.id` and returns its token, or returns the
+    /// record that exists already. An in-progress record whose lease has ended is returned
+    /// as it is (with `lease_expired: true`), never taken over silently.
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError>;
+
+    /// Settles the in-progress record held by `token`. [`StoreError::Fenced`] when `token`
+    /// no longer holds it; then nothing changes.
+    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError>;
+
+    /// Deletes the in-progress record held by `token`, so that a retry may run the body.
+    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError>;
+
+    /// Reads a record. Never creates or changes one.
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError>;
+
+    /// Deletes at most `limit` settled (completed or failed) records last changed more than
+    /// `older_than` ago, and returns how many it deleted. Never deletes in-progress records.
+    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError>;
+}
+
+/// A boxed, sendable future, as [`AsyncStore`] methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A store for async tools: the same operations and guarantees as [`Store`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an idem store for async tools",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::AsyncStore`",
+    note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
+)]
+pub trait AsyncStore: Send + Sync {
+    /// See [`Store::reserve`].
+    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>>;
+    /// See [`Store::complete`].
+    fn complete<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+        completion: Completion<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`Store::release`].
+    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`Store::read`].
+    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>>;
+    /// See [`Store::purge`].
+    fn purge(&self, older_than: Duration, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
+}
+
+/// Implements [`AsyncStore`] for a type whose [`Store`] operations are quick enough to run
+/// on the calling task (the memory store; SQLite on a local disk).
+macro_rules! async_store_from_sync {
+    ($ty:ty) => {
+        impl $crate::store::AsyncStore for $ty {
+            fn reserve<'a>(
+                &'a self,
+                request: $crate::store::Reserve<'a>,
+            ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::reserve(self, request)))
+            }
+            fn complete<'a>(
+                &'a self,
+                id: $crate::store::RecordId<'a>,
+                token: $crate::store::Token,
+                completion: $crate::store::Completion<'a>,
+            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::complete(self, id, token, completion)))
+            }
+            fn release<'a>(
+                &'a self,
+                id: $crate::store::RecordId<'a>,
+                token: $crate::store::Token,
+            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::release(self, id, token)))
+            }
+            fn read<'a>(
+                &'a self,
+                id: $crate::store::RecordId<'a>,
+            ) -> $crate::store::BoxFuture<'a, Result<Option<$crate::store::Record>, $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::read(self, id)))
+            }
+            fn purge(
+                &self,
+                older_than: ::std::time::Duration,
+                limit: usize,
+            ) -> $crate::store::BoxFuture<'_, Result<usize, $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::purge(self, older_than, limit)))
+            }
+        }
+    };
+}
+pub(crate) use async_store_from_sync;
+
+macro_rules! forward_through_pointer {
+    ($($ptr:ty),*) => {$(
+        impl<S: Store + ?Sized> Store for $ptr {
+            fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+                (**self).reserve(request)
+            }
+            fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
+                (**self).complete(id, token, completion)
+            }
+            fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+                (**self).release(id, token)
+            }
+            fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+                (**self).read(id)
+            }
+            fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
+                (**self).purge(older_than, limit)
+            }
+        }
+
+        impl<S: AsyncStore + ?Sized> AsyncStore for $ptr {
+            fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+                (**self).reserve(request)
+            }
+            fn complete<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                token: Token,
+                completion: Completion<'a>,
+            ) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).complete(id, token, completion)
+            }
+            fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).release(id, token)
+            }
+            fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+                (**self).read(id)
+            }
+            fn purge(&self, older_than: Duration, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
+                (**self).purge(older_than, limit)
+            }
+        }
+    )*};
+}
+
+forward_through_pointer!(&S, Box<S>, Arc<S>);

@@ -1,0 +1,562 @@
+//! The SQLite store: one file, shared by every thread and process that opens it.
+//!
+//! # Schema (version 1, kept in `PRAGMA user_version`)
+//!
+//! ```sql
+//! CREATE TABLE idem_records (
+//!     token          INTEGER PRIMARY KEY AUTOINCREMENT, -- the fencing token
+//!     namespace      TEXT NOT NULL,
+//!     key            TEXT NOT NULL,
+//!     state          TEXT NOT NULL,     -- 'in_progress' | 'completed' | 'failed'
+//!     request        TEXT NOT NULL,     -- the compared fields, canonical JSON
+//!     result         TEXT,              -- result JSON (completed) or error JSON (failed)
+//!     created_at_ms  INTEGER NOT NULL,  -- ms since the Unix epoch, SQLite's clock
+//!     updated_at_ms  INTEGER NOT NULL,
+//!     lease_until_ms INTEGER,           -- NULL once settled
+//!     UNIQUE (namespace, key)
+//! );
+//! CREATE INDEX idem_records_purge ON idem_records (state, updated_at_ms);
+//! ```
+//!
+//! The token is the `AUTOINCREMENT` rowid: SQLite never hands out a rowid twice, even
+//! after the row is deleted, so tokens only grow across release and re-reservation.
+//! Reservation is one `INSERT .. ON CONFLICT DO NOTHING RETURNING token`, so the unique
+//! constraint, not Rust code, decides who acquires a key. Every time (creation, update,
+//! lease end) is read from SQLite's clock inside the statement that uses it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+
+/// The schema version this code writes and reads.
+const SCHEMA_VERSION: i64 = 1;
+/// How many unused connections the pool keeps open.
+const MAX_IDLE: usize = 8;
+/// How often `reserve` retries when the record it lost to vanished before it could be read.
+const RESERVE_ROUNDS: usize = 3;
+
+/// SQLite's current time in milliseconds; constant within one statement.
+macro_rules! now_ms {
+    () => {
+        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+    };
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS idem_records (
+    token INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    request TEXT NOT NULL,
+    result TEXT,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    lease_until_ms INTEGER,
+    UNIQUE (namespace, key)
+);
+CREATE INDEX IF NOT EXISTS idem_records_purge ON idem_records (state, updated_at_ms);
+PRAGMA user_version = 1;
+";
+
+const INSERT: &str = concat!(
+    "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
+     lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, now.ms, now.ms, now.ms + ?4 FROM (SELECT ",
+    now_ms!(),
+    " AS ms) AS now WHERE NOT EXISTS (SELECT 1 FROM idem_records WHERE namespace = ?1 AND \
+     key = ?2) ON CONFLICT (namespace, key) DO NOTHING RETURNING token"
+);
+
+const SELECT: &str = concat!(
+    "SELECT token, state, request, result, created_at_ms, updated_at_ms, lease_until_ms, ",
+    "lease_until_ms <= ",
+    now_ms!(),
+    " FROM idem_records WHERE namespace = ?1 AND key = ?2"
+);
+
+const COMPLETE: &str = concat!(
+    "UPDATE idem_records SET state = ?1, result = ?2, updated_at_ms = ",
+    now_ms!(),
+    ", lease_until_ms = NULL ",
+    "WHERE token = ?3 AND namespace = ?4 AND key = ?5 AND state = 'in_progress'"
+);
+
+const RELEASE: &str = "DELETE FROM idem_records \
+     WHERE token = ?1 AND namespace = ?2 AND key = ?3 AND state = 'in_progress'";
+
+const PURGE: &str = concat!(
+    "DELETE FROM idem_records WHERE token IN (SELECT token FROM idem_records ",
+    "WHERE state IN ('completed', 'failed') AND updated_at_ms <= ",
+    now_ms!(),
+    " - ?1 LIMIT ?2)"
+);
+
+/// How hard SQLite works to make each commit durable (`PRAGMA synchronous`).
+///
+/// A completion must survive whatever the caller fears most: a retry that finds no
+/// record runs the action again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit reaches the disk before the call returns: records survive power loss
+    /// and operating-system crashes. The safe default.
+    #[default]
+    Full,
+    /// Commits survive a crash of the application, but the last few may be lost on power
+    /// loss or an operating-system crash, so a retry after such a crash may run the action
+    /// again. Faster: the disk is synced at WAL checkpoints, not on every commit.
+    Normal,
+}
+
+/// Options for opening a [`SqliteStore`]; start with [`SqliteStore::builder`].
+#[derive(Clone, Debug)]
+pub struct SqliteStoreBuilder {
+    path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+}
+
+impl SqliteStoreBuilder {
+    /// Trades durability on power loss for speed; see [`Synchronous`]. Default: `Full`.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// How long an operation waits for another connection's write lock before it fails
+    /// with [`StoreError::Backend`]. Default: 5 seconds. Raise it when many processes
+    /// write at once; a failed reserve means the tool answers `STORE_UNAVAILABLE`.
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens the store, creating the file, its missing parent directories and the schema
+    /// on first use.
+    pub fn open(self) -> Result<SqliteStore, StoreError> {
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e)))?;
+        }
+        let store = SqliteStore {
+            path: self.path,
+            synchronous: self.synchronous,
+            busy_timeout: self.busy_timeout,
+            idle: Mutex::new(Vec::new()),
+        };
+        let conn = store.connect()?;
+        store.init(&conn)?;
+        store.put_back(conn);
+        Ok(store)
+    }
+}
+
+/// A store in an SQLite file: the embedded default, durable across restarts.
+///
+/// Any number of threads (share one `SqliteStore`) and processes (each opens the same
+/// path) may use one file at once: SQLite's locking and the table's unique constraint
+/// make [`reserve`](Store::reserve) atomic across all of them. The file must be on a local
+/// disk; SQLite's locks are unreliable on network file systems.
+///
+/// Each operation borrows a connection from a small internal pool, so calls from several
+/// threads do not queue behind one connection.
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path` with the default options: full durability
+    /// and a 5 second busy timeout.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::builder(path).open()
+    }
+
+    /// Options for opening the store at `path`, for a faster [`Synchronous`] mode or a
+    /// longer busy timeout.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder {
+            path: path.as_ref().to_path_buf(),
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The file this store was opened on, for logs and error messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens and configures a new connection (per-connection pragmas only).
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let mut conn = Connection::open(&self.path).map_err(backend)?;
+        conn.busy_handler(Some(wait_for_lock(self.busy_timeout))).map_err(backend)?;
+        let synchronous = match self.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous).map_err(backend)?;
+        Ok(conn)
+    }
+
+    /// Switches the file to WAL and creates the schema if it is new, once, even when
+    /// several processes open a new file at the same moment.
+    fn init(&self, conn: &Connection) -> Result<(), StoreError> {
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(backend)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(self.open_error(format!(
+                "cannot use WAL journal mode (got {mode:?}); the path must be a file on a local disk"
+            )));
+        }
+        if self.check_version(conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Check again under the write lock: another process may have created it meanwhile.
+        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
+        if self.check_version(&tx)? == 0 {
+            tx.execute_batch(SCHEMA).map_err(backend)?;
+        }
+        tx.commit().map_err(backend)
+    }
+
+    /// The file's schema version: 0 (new) or [`SCHEMA_VERSION`]; any other is an error.
+    fn check_version(&self, conn: &Connection) -> Result<i64, StoreError> {
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(backend)?;
+        match version {
+            0 | SCHEMA_VERSION => Ok(version),
+            v if v > SCHEMA_VERSION => Err(self.open_error(format!(
+                "its schema version {v} was written by a newer idem (this one reads version \
+                 {SCHEMA_VERSION}); upgrade idem, or use another file"
+            ))),
+            v => Err(self.open_error(format!("unknown schema version {v}; is it an idem store?"))),
+        }
+    }
+
+    fn open_error(&self, why: String) -> StoreError {
+        let message = format!("cannot open idem store {}: {why}", self.path.display());
+        StoreError::Backend(message.into())
+    }
+
+    /// Runs `f` on a pooled connection, opening one if none is idle.
+    fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => self.connect()?,
+        };
+        let result = f(&conn);
+        self.put_back(conn);
+        result
+    }
+
+    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
+    /// it changed nothing, because the token no longer holds the record.
+    fn execute_fenced(&self, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
+        let changed = self.with_conn(|conn| {
+            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+            stmt.execute(params).map_err(backend)
+        })?;
+        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+
+    /// Returns a connection to the pool, unless the pool is full or the connection was left
+    /// inside a transaction.
+    fn put_back(&self, conn: Connection) {
+        if !conn.is_autocommit() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+}
+
+/// A busy handler: waits for another connection's lock for at most `timeout`.
+///
+/// SQLite's own busy timeout sleeps 1, 2, 5, 10, 15, 20, 25 ms... between attempts, so a
+/// writer that loses a race by microseconds waits tens of milliseconds. Locks here are
+/// held for one short statement, so polling starts at 50 µs and backs off to 6.4 ms.
+fn wait_for_lock(timeout: Duration) -> impl FnMut(i32) -> bool + Send + 'static {
+    let mut started = Instant::now();
+    move |attempt| {
+        if attempt == 0 {
+            started = Instant::now();
+        }
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return false;
+        }
+        let pause = Duration::from_micros(50 << attempt.clamp(0, 7));
+        std::thread::sleep(pause.min(timeout - waited));
+        true
+    }
+}
+
+fn backend(error: rusqlite::Error) -> StoreError {
+    StoreError::Backend(Box::new(error))
+}
+
+/// A duration in milliseconds, capped so that `now + duration` stays an SQLite integer.
+fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
+}
+
+/// Reads one record row (the columns of [`SELECT`]).
+fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
+    let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
+    let row = stmt
+        .query_row(params![id.namespace, id.key], |row| {
+            let token: i64 = row.get(0)?;
+            let state: String = row.get(1)?;
+            let result: Option<String> = row.get(3)?;
+            let lease: (Option<i64>, Option<bool>) = (row.get(6)?, row.get(7)?);
+            Ok((token, state, row.get(2)?, result, row.get(4)?, row.get(5)?, lease))
+        })
+        .optional()
+        .map_err(|e| match e {
+            rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..) => corrupt(e.to_string()),
+            e => backend(e),
+        })?;
+    let Some((token, state, request, result, created_at_ms, updated_at_ms, lease)) = row else {
+        return Ok(None);
+    };
+    let state = match (state.as_str(), result, lease) {
+        ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
+            RecordState::InProgress { lease_until_ms, lease_expired }
+        }
+        ("in_progress", _, _) => return Err(corrupt("in progress without a lease end".into())),
+        ("completed", Some(result), _) => RecordState::Completed { result },
+        ("failed", Some(error), _) => RecordState::Failed { error },
+        ("completed" | "failed", None, _) => {
+            return Err(corrupt("settled without a result".into()));
+        }
+        (other, ..) => return Err(corrupt(format!("unknown state {other:?}"))),
+    };
+    let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
+    Ok(Some(Record { request, token, created_at_ms, updated_at_ms, state }))
+}
+
+impl Store for SqliteStore {
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        let id = request.id;
+        let lease = duration_ms(request.lease);
+        self.with_conn(|conn| {
+            for _ in 0..RESERVE_ROUNDS {
+                let token: Option<i64> = conn
+                    .prepare_cached(INSERT)
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![id.namespace, id.key, request.request, lease], |row| row.get(0))
+                            .optional()
+                    })
+                    .map_err(backend)?;
+                if let Some(token) = token {
+                    let token = u64::try_from(token).map_err(|e| StoreError::Backend(e.into()))?;
+                    return Ok(Reservation::Acquired { token: Token(token) });
+                }
+                // Lost to an existing record; it may be released before we read it.
+                if let Some(record) = read_record(conn, id)? {
+                    return Ok(Reservation::Existing(record));
+                }
+            }
+            Err(StoreError::Backend(
+                format!(
+                    "reserving {}/{}: the existing record vanished {RESERVE_ROUNDS} times in a row",
+                    id.namespace, id.key
+                )
+                .into(),
+            ))
+        })
+    }
+
+    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
+        // A token beyond i64 was never handed out, so it holds nothing.
+        let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
+        let (state, result) = match completion {
+            Completion::Success(result) => ("completed", result),
+            Completion::KeptError(error) => ("failed", error),
+        };
+        self.execute_fenced(COMPLETE, params![state, result, token, id.namespace, id.key])
+    }
+
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
+        self.execute_fenced(RELEASE, params![token, id.namespace, id.key])
+    }
+
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        self.with_conn(|conn| read_record(conn, id))
+    }
+
+    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn| {
+            let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
+            stmt.execute(params![duration_ms(older_than), limit]).map_err(backend)
+        })
+    }
+}
+
+crate::store::async_store_from_sync!(SqliteStore);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Barrier;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::testing::conformance::{check_exclusive_reserve, check_store};
+
+    fn id(key: &str) -> RecordId<'_> {
+        RecordId { namespace: "sqlite-test", key }
+    }
+
+    fn reserve(store: &SqliteStore, key: &str) -> Reservation {
+        let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
+        store.reserve(request).unwrap()
+    }
+
+    fn raw(path: &Path) -> Connection {
+        Connection::open(path).unwrap()
+    }
+
+    #[test]
+    fn passes_the_conformance_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = AtomicUsize::new(0);
+        check_store(|| {
+            let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+            SqliteStore::open(path).unwrap()
+        });
+    }
+
+    #[test]
+    fn first_open_creates_directories_file_and_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/c/idem.db");
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.path(), path);
+        assert!(path.is_file());
+        let conn = raw(&path);
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('idem_records', 'idem_records_purge')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 2, "the table and its purge index must exist");
+    }
+
+    #[test]
+    fn reopening_keeps_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idem.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let Reservation::Acquired { token } = reserve(&store, "kept") else {
+            panic!("a new key must be acquired");
+        };
+        store.complete(id("kept"), token, Completion::Success("[]")).unwrap();
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        let Reservation::Existing(record) = reserve(&store, "kept") else {
+            panic!("the record must survive reopening");
+        };
+        assert_eq!(record.token, token);
+        assert_eq!(record.state, RecordState::Completed { result: "[]".into() });
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idem.db");
+        raw(&path).pragma_update(None, "user_version", 99).unwrap();
+        let error = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(error.contains("newer idem"), "unexpected error: {error}");
+        assert!(error.contains("99"), "the error must name the version: {error}");
+    }
+
+    #[test]
+    fn concurrent_first_opens_create_the_schema_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new/idem.db");
+        let barrier = Barrier::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let store = SqliteStore::open(&path).unwrap();
+                    reserve(&store, "after-open");
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn two_handles_on_one_file_acquire_each_id_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.db");
+        let stores = [SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap()];
+        check_exclusive_reserve(&stores);
+    }
+
+    #[test]
+    fn synchronous_normal_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::builder(dir.path().join("normal.db"))
+            .synchronous(Synchronous::Normal)
+            .busy_timeout(Duration::from_secs(1))
+            .open()
+            .unwrap();
+        let mode: i64 =
+            store.with_conn(|c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(backend)).unwrap();
+        assert_eq!(mode, 1, "PRAGMA synchronous must be NORMAL (1)");
+        let Reservation::Acquired { token } = reserve(&store, "normal") else {
+            panic!("a new key must be acquired");
+        };
+        store.complete(id("normal"), token, Completion::Success("1")).unwrap();
+        let record = store.read(id("normal")).unwrap().unwrap();
+        assert_eq!(record.state, RecordState::Completed { result: "1".into() });
+    }
+
+    #[test]
+    fn unreadable_rows_are_corrupt_and_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idem.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let conn = raw(&path);
+        let insert = "INSERT INTO idem_records (namespace, key, state, request, result, \
+                      created_at_ms, updated_at_ms) VALUES ('sqlite-test', ?1, ?2, '{}', NULL, 0, 0)";
+        conn.execute(insert, params!["odd-state", "paused"]).unwrap();
+        conn.execute(insert, params!["no-result", "completed"]).unwrap();
+        for key in ["odd-state", "no-result"] {
+            match store.read(id(key)) {
+                Err(StoreError::Corrupt(what)) => assert!(what.contains(key), "{what}"),
+                other => panic!("{key}: expected Corrupt, got {other:?}"),
+            }
+            match store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO }) {
+                Err(StoreError::Corrupt(_)) => {}
+                other => panic!("{key}: reserve must report Corrupt, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SqliteStore>();
+    }
+}

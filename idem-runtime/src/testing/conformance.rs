@@ -1,0 +1,331 @@
+//! One set of behaviour checks that every [`Store`] must pass.
+//!
+//! The bundled stores run these checks in their own tests; a store of your own should run
+//! them too, because the tool runtime relies on every promise they test (fencing, byte-exact
+//! replay, atomic reservation). Each check panics with a message naming the broken promise.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+
+const NS: &str = "idem-conformance";
+const LONG: Duration = Duration::from_secs(3600);
+/// Threads racing for one id in `check_exclusive_reserve`.
+const RACERS: usize = 8;
+/// Fresh ids raced for in `check_exclusive_reserve`.
+const TRIALS: usize = 200;
+
+/// Runs every check against stores made by `make_store`.
+///
+/// `make_store` is called once per check and must return a store without records (a
+/// fresh file, a new schema, a truncated table), since some checks count what they find.
+///
+/// ```
+/// idem_runtime::testing::conformance::check_store(idem_runtime::store::MemoryStore::new);
+/// ```
+pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
+    reserve_twice_finds_in_progress(&make_store());
+    completed_results_replay_byte_identical(&make_store());
+    release_lets_a_retry_acquire_with_a_larger_token(&make_store());
+    stale_token_is_fenced(&make_store());
+    settled_record_is_fenced(&make_store());
+    kept_error_reads_back_as_failed(&make_store());
+    lease_expiry_is_judged_by_the_store(&make_store());
+    read_never_creates(&make_store());
+    namespaces_are_independent(&make_store());
+    purge_removes_only_settled_records(&make_store());
+    check_exclusive_reserve(&[make_store()]);
+}
+
+/// Races 8 threads to reserve each of 200 fresh ids, spreading the threads
+/// over `stores` (several handles on one shared backend simulate several processes), and
+/// checks that exactly one thread acquires each id and all others see its reservation.
+pub fn check_exclusive_reserve<S: Store>(stores: &[S]) {
+    assert!(!stores.is_empty(), "check_exclusive_reserve needs at least one store");
+    // Keys unique per run, so that stores shared between runs still start fresh.
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let keys: Vec<String> = (0..TRIALS).map(|t| format!("race-{run}-{t}")).collect();
+    let barrier = Barrier::new(RACERS);
+    let outcomes: Vec<Vec<Result<Reservation, StoreError>>> = thread::scope(|scope| {
+        let racers: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let (store, keys, barrier) = (&stores[i % stores.len()], &keys, &barrier);
+                // Never panic inside the loop: the other racers would wait at the barrier.
+                scope.spawn(move || {
+                    keys.iter()
+                        .map(|key| {
+                            barrier.wait();
+                            store.reserve(reserve_request(id(key), "{}", LONG))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|racer| racer.join().expect("a racing thread panicked")).collect()
+    });
+    for (trial, key) in keys.iter().enumerate() {
+        let results: Vec<&Reservation> = outcomes
+            .iter()
+            .map(|racer| match &racer[trial] {
+                Ok(reservation) => reservation,
+                Err(e) => panic!("trial {trial}: a concurrent reserve of {key} failed: {e}"),
+            })
+            .collect();
+        let acquired: Vec<Token> = results
+            .iter()
+            .filter_map(|r| match r {
+                Reservation::Acquired { token } => Some(*token),
+                Reservation::Existing(_) => None,
+            })
+            .collect();
+        let [token] = acquired[..] else {
+            panic!(
+                "trial {trial}: {} of {RACERS} concurrent reserves of {key} acquired it; exactly one must",
+                acquired.len()
+            );
+        };
+        for result in results {
+            if let Reservation::Existing(record) = result {
+                assert!(
+                    record.token == token && matches!(record.state, RecordState::InProgress { .. }),
+                    "trial {trial}: a losing reserve of {key} must see the winner's in-progress \
+                     record (token {token:?}), saw {record:?}"
+                );
+            }
+        }
+    }
+}
+
+fn id(key: &str) -> RecordId<'_> {
+    RecordId { namespace: NS, key }
+}
+
+fn reserve_request<'a>(id: RecordId<'a>, request: &'a str, lease: Duration) -> Reserve<'a> {
+    Reserve { id, request, lease }
+}
+
+fn reserve(store: &impl Store, id: RecordId<'_>, request: &str, lease: Duration) -> Reservation {
+    store.reserve(reserve_request(id, request, lease)).unwrap_or_else(|e| panic!("reserve of {id:?} failed: {e}"))
+}
+
+fn acquire(store: &impl Store, id: RecordId<'_>, request: &str) -> Token {
+    acquire_for(store, id, request, LONG)
+}
+
+fn acquire_for(store: &impl Store, id: RecordId<'_>, request: &str, lease: Duration) -> Token {
+    match reserve(store, id, request, lease) {
+        Reservation::Acquired { token } => token,
+        Reservation::Existing(record) => {
+            panic!("reserve of new {id:?} must acquire it, found existing {record:?}")
+        }
+    }
+}
+
+fn existing(store: &impl Store, id: RecordId<'_>, request: &str) -> Record {
+    match reserve(store, id, request, LONG) {
+        Reservation::Existing(record) => {
+            let read = read(store, id);
+            assert_eq!(read.as_ref(), Some(&record), "read of {id:?} must match what reserve found");
+            record
+        }
+        Reservation::Acquired { token } => {
+            panic!("reserve of {id:?} must find the existing record, acquired {token:?} instead")
+        }
+    }
+}
+
+fn read(store: &impl Store, id: RecordId<'_>) -> Option<Record> {
+    store.read(id).unwrap_or_else(|e| panic!("read of {id:?} failed: {e}"))
+}
+
+fn settle(store: &impl Store, id: RecordId<'_>, token: Token, completion: Completion<'_>) {
+    store
+        .complete(id, token, completion)
+        .unwrap_or_else(|e| panic!("complete of {id:?} with its own {token:?} failed: {e}"));
+}
+
+fn assert_fenced(result: Result<(), StoreError>, what: &str) {
+    match result {
+        Err(StoreError::Fenced) => {}
+        Ok(()) => panic!("{what} must be Fenced, but it succeeded"),
+        Err(e) => panic!("{what} must be Fenced, got the error {e}"),
+    }
+}
+
+fn purge(store: &impl Store, older_than: Duration, limit: usize) -> usize {
+    store.purge(older_than, limit).unwrap_or_else(|e| panic!("purge failed: {e}"))
+}
+
+fn reserve_twice_finds_in_progress(store: &impl Store) {
+    let id = id("in-progress");
+    let token = acquire(store, id, r#"{"amount":"12.50"}"#);
+    let record = existing(store, id, r#"{"amount":"99.00"}"#);
+    assert_eq!(record.request, r#"{"amount":"12.50"}"#, "a repeat must see the first call's request");
+    assert_eq!(record.token, token, "the existing record must carry its holder's token");
+    assert!(
+        matches!(record.state, RecordState::InProgress { lease_expired: false, .. }),
+        "a fresh reservation must be in progress with a live lease, got {:?}",
+        record.state
+    );
+    assert!(record.created_at_ms <= record.updated_at_ms, "created after updated: {record:?}");
+}
+
+fn completed_results_replay_byte_identical(store: &impl Store) {
+    let results = ["0", "false", "\"\"", "[]", "{}", "null", "\"  spaced  \"", "{ \"b\": 1, \"a\": [1.50, \"é\\n\"] }"];
+    for (i, result) in results.into_iter().enumerate() {
+        let key = format!("result-{i}");
+        let id = id(&key);
+        let token = acquire(store, id, "{}");
+        settle(store, id, token, Completion::Success(result));
+        let record = existing(store, id, "{}");
+        assert_eq!(
+            record.state,
+            RecordState::Completed { result: result.to_owned() },
+            "the result {result:?} must replay byte for byte"
+        );
+        assert_eq!(record.token, token, "completion must keep the holder's token");
+    }
+}
+
+fn release_lets_a_retry_acquire_with_a_larger_token(store: &impl Store) {
+    let id = id("released");
+    let first = acquire(store, id, "{}");
+    store.release(id, first).unwrap_or_else(|e| panic!("release with the holder's token failed: {e}"));
+    assert_eq!(read(store, id), None, "a released record must be gone");
+    let second = acquire(store, id, "{}");
+    assert!(second > first, "tokens must only grow: {second:?} after {first:?}");
+}
+
+fn stale_token_is_fenced(store: &impl Store) {
+    let id = id("stale");
+    let stale = acquire(store, id, r#"{"v":1}"#);
+    store.release(id, stale).expect("release failed");
+    let holder = acquire(store, id, r#"{"v":2}"#);
+    let before = read(store, id);
+    assert_fenced(store.complete(id, stale, Completion::Success("1")), "complete with a stale token");
+    assert_fenced(store.release(id, stale), "release with a stale token");
+    assert_fenced(
+        store.complete(id, Token(u64::MAX), Completion::Success("1")),
+        "complete with a token never handed out",
+    );
+    let other = RecordId { namespace: NS, key: "stale-other" };
+    acquire(store, other, "{}");
+    assert_fenced(
+        store.complete(other, holder, Completion::Success("1")),
+        "complete of one record with another record's token",
+    );
+    assert_fenced(store.release(other, holder), "release of one record with another record's token");
+    assert_eq!(read(store, id), before, "a fenced call must change nothing");
+    settle(store, id, holder, Completion::Success("2"));
+}
+
+fn settled_record_is_fenced(store: &impl Store) {
+    let id = id("settled");
+    let token = acquire(store, id, "{}");
+    settle(store, id, token, Completion::Success("\"first\""));
+    assert_fenced(store.complete(id, token, Completion::Success("\"second\"")), "a second complete");
+    assert_fenced(store.complete(id, token, Completion::KeptError("\"second\"")), "a kept error after completion");
+    assert_fenced(store.release(id, token), "release after completion");
+    let record = existing(store, id, "{}");
+    assert_eq!(
+        record.state,
+        RecordState::Completed { result: "\"first\"".into() },
+        "fenced calls must not change a completed record"
+    );
+}
+
+fn kept_error_reads_back_as_failed(store: &impl Store) {
+    let id = id("kept-error");
+    let error = r#"{"code":"DECLINED","message":"card declined"}"#;
+    let token = acquire(store, id, "{}");
+    settle(store, id, token, Completion::KeptError(error));
+    let record = existing(store, id, "{}");
+    assert_eq!(
+        record.state,
+        RecordState::Failed { error: error.into() },
+        "a kept error must read back as Failed with its exact text"
+    );
+}
+
+fn lease_expiry_is_judged_by_the_store(store: &impl Store) {
+    let ended = id("lease-ended");
+    let token = acquire_for(store, ended, "{}", Duration::ZERO);
+    let record = existing(store, ended, "{}");
+    assert!(
+        matches!(record.state, RecordState::InProgress { lease_expired: true, .. }),
+        "a zero lease must read as expired, got {:?}",
+        record.state
+    );
+    assert_eq!(record.token, token, "an expired reservation must be returned as it is, never taken over");
+
+    let live = id("lease-live");
+    acquire(store, live, "{}");
+    let record = existing(store, live, "{}");
+    let RecordState::InProgress { lease_until_ms, lease_expired } = record.state else {
+        panic!("a reservation must be in progress, got {:?}", record.state);
+    };
+    assert!(!lease_expired, "a one-hour lease must not read as expired");
+    assert_eq!(
+        lease_until_ms - record.created_at_ms,
+        LONG.as_millis() as i64,
+        "the lease must end `lease` after the reservation"
+    );
+}
+
+fn read_never_creates(store: &impl Store) {
+    let id = id("never-reserved");
+    assert_eq!(read(store, id), None, "an unknown id must read as None");
+    assert_eq!(read(store, id), None, "a read must not create a record");
+    acquire(store, id, "{}");
+}
+
+fn namespaces_are_independent(store: &impl Store) {
+    let a = RecordId { namespace: "idem-conformance-a", key: "shared" };
+    let b = RecordId { namespace: "idem-conformance-b", key: "shared" };
+    let token_a = acquire(store, a, "{}");
+    let token_b = acquire(store, b, "{}");
+    assert_ne!(token_a, token_b, "two records must not share a token");
+    settle(store, a, token_a, Completion::Success("\"a\""));
+    let record_b = existing(store, b, "{}");
+    assert!(
+        matches!(record_b.state, RecordState::InProgress { .. }),
+        "completing one namespace must not settle another, got {:?}",
+        record_b.state
+    );
+    store.release(b, token_b).expect("release failed");
+    let record_a = existing(store, a, "{}");
+    assert_eq!(
+        record_a.state,
+        RecordState::Completed { result: "\"a\"".into() },
+        "releasing one namespace must not touch another"
+    );
+    assert_eq!(read(store, b), None, "the released record must be gone");
+}
+
+fn purge_removes_only_settled_records(store: &impl Store) {
+    let settled = ["purge-c1", "purge-c2", "purge-c3", "purge-f1"];
+    for key in settled {
+        let id = id(key);
+        let token = acquire(store, id, "{}");
+        let completion = if key.contains("-f") { Completion::KeptError("\"e\"") } else { Completion::Success("0") };
+        settle(store, id, token, completion);
+    }
+    acquire_for(store, id("purge-expired"), "{}", Duration::ZERO);
+    acquire(store, id("purge-live"), "{}");
+
+    assert_eq!(purge(store, LONG, 100), 0, "purge must keep records younger than `older_than`");
+    assert_eq!(purge(store, Duration::ZERO, 0), 0, "purge must respect a limit of 0");
+    assert_eq!(purge(store, Duration::ZERO, 3), 3, "purge must delete up to `limit` records");
+    assert_eq!(purge(store, Duration::ZERO, 100), 1, "purge must delete the remaining settled record");
+    assert_eq!(purge(store, Duration::ZERO, 100), 0, "nothing settled is left to purge");
+    for key in settled {
+        assert_eq!(read(store, id(key)), None, "purge must delete settled {key}");
+    }
+    for key in ["purge-expired", "purge-live"] {
+        assert!(read(store, id(key)).is_some(), "purge must never delete in-progress {key}, even past its lease");
+    }
+}

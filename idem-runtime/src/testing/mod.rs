@@ -1,0 +1,4 @@
+//! Helpers for testing tools and stores built on idem.
+
+pub mod conformance;
+pub mod matrix;
