@@ -1,0 +1,162 @@
+//! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`,
+//! `namespace = "..."`, `lease = "5m"`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, LitStr, Token};
+
+use crate::errors::Errors;
+
+const EXPECTED: &str = "expected one of: key, compare, store, namespace, lease";
+const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
+
+/// The parsed attribute, before validation.
+pub struct Args {
+    pub key: Option<LitStr>,
+    pub compare: Vec<FieldPath>,
+    pub store: Option<Expr>,
+    pub namespace: Option<LitStr>,
+    pub lease: Option<(u64, Span)>,
+    /// Whether every argument was read: a syntax error stops the parser, so arguments
+    /// after it are unknown and must not be reported missing.
+    pub complete: bool,
+}
+
+/// A compared field as written: `amount` or `req.amount`.
+#[derive(Clone)]
+pub struct FieldPath {
+    pub segments: Vec<Ident>,
+}
+
+impl FieldPath {
+    pub fn text(&self) -> String {
+        self.segments.iter().map(Ident::to_string).collect::<Vec<_>>().join(".")
+    }
+
+    pub fn root(&self) -> &Ident {
+        &self.segments[0]
+    }
+}
+
+impl syn::parse::Parse for FieldPath {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let mut segments = vec![input.parse::<Ident>()?];
+        while input.peek(Token![.]) {
+            input.parse::<Token![.]>()?;
+            segments.push(input.parse::<Ident>()?);
+        }
+        Ok(FieldPath { segments })
+    }
+}
+
+/// Parses the attribute's arguments, collecting every mistake into `errors`.
+pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
+    let mut args = Args { key: None, compare: Vec::new(), store: None, namespace: None, lease: None, complete: true };
+    let mut compare_seen = false;
+    let parser = syn::meta::parser(|meta| {
+        let Some(name) = meta.path.get_ident().map(Ident::to_string) else {
+            return Err(meta.error(format!("unknown argument; {EXPECTED}")));
+        };
+        match name.as_str() {
+            "key" => set_once(&meta, &mut args.key, "key", || {
+                string(&meta, "`key` takes a string literal template, e.g. key = \"invoice:<customer>:<period>\"")
+            }),
+            "namespace" => set_once(&meta, &mut args.namespace, "namespace", || {
+                string(&meta, "`namespace` takes a string literal, e.g. namespace = \"billing::send_invoice\"")
+            }),
+            "store" => set_once(&meta, &mut args.store, "store", || meta.value()?.parse()),
+            "lease" => set_once(&meta, &mut args.lease, "lease", || {
+                let text = string(&meta, &format!("`lease` takes a string literal: {DURATION_HELP}"))?;
+                parse_duration(&text.value()).map(|ms| (ms, text.span())).ok_or_else(|| {
+                    syn::Error::new(text.span(), format!("invalid `lease = {:?}`: {DURATION_HELP}", text.value()))
+                })
+            }),
+            "compare" => {
+                if compare_seen {
+                    return Err(
+                        meta.error("duplicate argument `compare`; list every compared field in one `compare = [...]`")
+                    );
+                }
+                compare_seen = true;
+                let value = meta.value()?;
+                if !value.peek(syn::token::Bracket) {
+                    return Err(value.error(COMPARE_HELP));
+                }
+                let content;
+                syn::bracketed!(content in value);
+                let fields = Punctuated::<FieldPath, Token![,]>::parse_terminated(&content)
+                    .map_err(|error| syn::Error::new(error.span(), COMPARE_HELP))?;
+                args.compare = fields.into_iter().collect();
+                Ok(())
+            }
+            other => Err(meta.error(format!("unknown argument `{other}`; {EXPECTED}"))),
+        }
+    });
+    if let Err(error) = syn::parse::Parser::parse2(parser, tokens) {
+        errors.push(error);
+        args.complete = false;
+    }
+    args
+}
+
+fn set_once<T>(
+    meta: &ParseNestedMeta,
+    slot: &mut Option<T>,
+    name: &str,
+    parse: impl FnOnce() -> syn::Result<T>,
+) -> syn::Result<()> {
+    if slot.is_some() {
+        let hint = match name {
+            "key" => {
+                "a tool has one key template: put every field that identifies the action in it, e.g. key = \"invoice:<customer>:<period>\""
+            }
+            _ => "give it once",
+        };
+        return Err(meta.error(format!("duplicate argument `{name}`; {hint}")));
+    }
+    *slot = Some(parse()?);
+    Ok(())
+}
+
+/// A string literal argument, with `message` instead of syn's bare "expected string literal".
+fn string(meta: &ParseNestedMeta, message: &str) -> syn::Result<LitStr> {
+    let value = meta.value()?;
+    value.parse::<LitStr>().map_err(|error| syn::Error::new(error.span(), message))
+}
+
+const DURATION_HELP: &str =
+    "expected a duration such as \"500ms\", \"30s\", \"5m\", \"2h\" or \"1d\": a whole number and a unit";
+
+/// Parses `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"` into milliseconds.
+fn parse_duration(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit())?;
+    let number: u64 = text[..digits].parse().ok()?;
+    let unit_ms = match text[digits..].trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    number.checked_mul(unit_ms).filter(|&ms| ms > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Some(500));
+        assert_eq!(parse_duration("30s"), Some(30_000));
+        assert_eq!(parse_duration("5m"), Some(300_000));
+        assert_eq!(parse_duration("2h"), Some(7_200_000));
+        assert_eq!(parse_duration("1d"), Some(86_400_000));
+        for bad in ["", "5", "m", "1.5s", "-1s", "0s", "5 minutes", "99999999999999999999d"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+}

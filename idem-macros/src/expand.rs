@@ -1,0 +1,205 @@
+//! Expansion: the tool keeps its signature; its body is wrapped in one runtime call; a
+//! read-only `<tool>_status` sibling is added.
+//!
+//! Input:
+//!
+//! ```text
+//! #[idempotent(key = "invoice:<customer>:<period>", compare = [amount])]
+//! pub async fn send_invoice(customer: String, period: String, amount: f64, memo: String)
+//!     -> Result<Invoice, ToolError>
+//! { BODY }
+//! ```
+//!
+//! Output:
+//!
+//! ```text
+//! pub async fn send_invoice(customer: String, period: String, amount: f64, memo: String)
+//!     -> Result<Invoice, ToolError>
+//! {
+//!     static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool { name: "send_invoice", .. };
+//!     let call = ::idem::__private::Call::new(
+//!         &__IDEM_TOOL,
+//!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)],
+//!         [::idem::__private::compared(&amount)],
+//!     );
+//!     ::idem::__private::run_async(call, &(::idem::__private::DefaultStore), async move { BODY }).await
+//! }
+//!
+//! /// Read-only status of `send_invoice` ...
+//! pub async fn send_invoice_status(customer: String, period: String)
+//!     -> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<Result<Invoice, ToolError>>>, ::idem::Error>
+//! {
+//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
+//!     ::idem::__private::status_async(&__IDEM_TOOL, &(::idem::__private::DefaultStore),
+//!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)]).await
+//! }
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, ItemFn, Pat, ReturnType, Type};
+
+use crate::template::Piece;
+use crate::validate::Plan;
+
+pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let tool = tool_static(plan, item);
+    let ret = return_type(item);
+    let is_async = item.sig.asyncness.is_some();
+    let store = store_expr(plan);
+    let key_parts = key_parts(plan);
+    let compared = plan.compare.iter().map(|field| {
+        let (root, rest) = (field.root(), &field.segments[1..]);
+        quote_spanned!(field.root().span()=> ::idem::__private::compared(&#root #(.#rest)*))
+    });
+    let call = Ident::new("__idem_call", Span::mixed_site());
+    let block = &item.block;
+    let run = if is_async {
+        quote_spanned!(ret.span()=> ::idem::__private::run_async(#call, #store, async move #block).await)
+    } else {
+        quote_spanned!(ret.span()=> ::idem::__private::run_sync(#call, #store, move || -> #ret #block))
+    };
+    // One check of the return type, where the user wrote it: rustc then reports an unfit
+    // type once, at the type, instead of once per generic call that needs it.
+    let assert_output = quote_spanned!(ret.span()=> let _: ::idem::__private::StatusOf<#ret> = ::core::result::Result::Ok(::idem::Status::NotFound););
+    let attrs = &item.attrs;
+    let vis = &item.vis;
+    let sig = &item.sig;
+    let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #tool
+            #assert_output
+            let #call = ::idem::__private::Call::new(&__IDEM_TOOL, &[#(#key_parts),*], [#(#compared),*]);
+            #run
+        }
+
+        #status
+    }
+}
+
+use syn::Ident;
+
+/// The tool's compile-time description, emitted identically in the tool and its status
+/// function so both derive the same key in the same namespace.
+fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let name = item.sig.ident.to_string();
+    let status_fn = format!("{name}_status");
+    let namespace = match &plan.namespace {
+        Some(namespace) => quote!(#namespace),
+        None => quote!(::core::concat!(::core::env!("CARGO_PKG_NAME"), "::", #name)),
+    };
+    let segments = plan.pieces.iter().map(|piece| match piece {
+        Piece::Literal(text) => quote!(::idem::__private::Segment::Literal(#text)),
+        Piece::Placeholder(p) => {
+            let (path, normalize, hash) = (p.path_text(), !p.exact, p.hash);
+            quote!(::idem::__private::Segment::Field(#path, ::idem::__private::FieldMode { normalize: #normalize, hash: #hash }))
+        }
+    });
+    let compare = plan.compare.iter().map(|field| field.text());
+    let lease = match plan.lease_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(::idem::__private::DEFAULT_LEASE),
+    };
+    quote! {
+        static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool {
+            name: #name,
+            namespace: #namespace,
+            template: &[#(#segments),*],
+            compare: &[#(#compare),*],
+            status_fn: #status_fn,
+            lease: #lease,
+        };
+    }
+}
+
+/// One `key_part(&value)` per placeholder, spanned at the binding so that a type that
+/// cannot be a key field is reported on the parameter.
+fn key_parts(plan: &Plan) -> Vec<TokenStream> {
+    plan.key_fields
+        .iter()
+        .map(|field| {
+            let root = &field.root;
+            let rest = field.placeholder.path[1..].iter().map(|s| Ident::new(s, root.span()));
+            quote_spanned!(root.span()=> ::idem::__private::key_part(&#root #(.#rest)*))
+        })
+        .collect()
+}
+
+/// The store argument, `&(expr)`, spanned at the user's expression so that a value that
+/// is not a store is reported there.
+fn store_expr(plan: &Plan) -> TokenStream {
+    match &plan.store {
+        Some(store) => quote_spanned!(store.span()=> &(#store)),
+        None => quote!(&::idem::__private::DefaultStore),
+    }
+}
+
+fn return_type(item: &ItemFn) -> Type {
+    match &item.sig.output {
+        ReturnType::Type(_, ty) => (**ty).clone(),
+        ReturnType::Default => syn::parse_quote_spanned!(item.sig.ident.span()=> ()),
+    }
+}
+
+/// `<tool>_status`: the tool's receiver and the parameters the key uses, nothing else.
+fn status_fn(
+    plan: &Plan,
+    item: &ItemFn,
+    tool: &TokenStream,
+    ret: &Type,
+    store: &TokenStream,
+    key_parts: &[TokenStream],
+) -> TokenStream {
+    let sig = &item.sig;
+    let name = format_ident!("{}_status", sig.ident);
+    let tool_name = sig.ident.to_string();
+    let doc = format!(
+        " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
+         (with its result), failed, or unknown (a call was abandoned). Never reserves or runs anything; \
+         call it when a call's outcome is unknown, e.g. after a timeout."
+    );
+    let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
+        FnArg::Receiver(_) => Some(strip_attrs(input)),
+        FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input)),
+        FnArg::Typed(_) => None,
+    });
+    let (asyncness, read, awaited) = if sig.asyncness.is_some() {
+        (quote!(async), quote!(::idem::__private::status_async), quote!(.await))
+    } else {
+        (quote!(), quote!(::idem::__private::status_sync), quote!())
+    };
+    let value_of = quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::Error>);
+    let vis = &item.vis;
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    quote! {
+        #[doc = #doc]
+        #[allow(unused_variables, clippy::unused_async, clippy::type_complexity)]
+        #vis #asyncness fn #name #generics (#(#inputs),*)
+            -> #value_of
+            #where_clause
+        {
+            #tool
+            #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]) #awaited
+        }
+    }
+}
+
+/// A parameter for the status function: no attributes (they belong to the tool's schema)
+/// and no `mut` (the status function never changes it).
+fn strip_attrs(input: &FnArg) -> FnArg {
+    let mut input = input.clone();
+    match &mut input {
+        FnArg::Receiver(receiver) => receiver.attrs.clear(),
+        FnArg::Typed(typed) => {
+            typed.attrs.clear();
+            if let Pat::Ident(ident) = &mut *typed.pat {
+                ident.mutability = None;
+            }
+        }
+    }
+    input
+}

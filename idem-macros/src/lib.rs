@@ -1,0 +1,44 @@
+//! The `#[idempotent]` attribute of the [`idem`](https://docs.rs/idem) crate. This crate
+//! is an implementation detail: depend on `idem`, which re-exports the attribute.
+
+mod args;
+mod errors;
+mod expand;
+mod params;
+mod rules;
+mod template;
+mod validate;
+
+use proc_macro::TokenStream;
+
+/// Makes a tool function idempotent. See the `idem` crate's documentation.
+#[proc_macro_attribute]
+pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: proc_macro2::TokenStream = item.into();
+    let function: syn::ItemFn = match syn::parse2(item2.clone()) {
+        Ok(function) => function,
+        Err(_) => {
+            let first_token = item2.clone().into_iter().next().map(|token| token.span());
+            let error = syn::Error::new(
+                first_token.unwrap_or_else(proc_macro2::Span::call_site),
+                "#[idempotent] goes on a function with a body: a free function or a method in an impl block",
+            );
+            return with_errors(item2, error);
+        }
+    };
+    let mut errors = errors::Errors::default();
+    let args = args::parse(attr.into(), &mut errors);
+    let plan = validate::validate(args, &function, &mut errors);
+    match (plan, errors.into_error()) {
+        (Some(plan), None) => expand::expand(&plan, &function).into(),
+        (_, Some(error)) => with_errors(item2, error),
+        (None, None) => unreachable!("validation without a plan reports an error"),
+    }
+}
+
+/// The function as written, then the errors: one mistake gives one error, not a cascade
+/// of "cannot find function" errors where it is called.
+fn with_errors(item: proc_macro2::TokenStream, error: syn::Error) -> TokenStream {
+    let errors = error.to_compile_error();
+    quote::quote!(#item #errors).into()
+}

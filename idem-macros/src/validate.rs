@@ -1,0 +1,240 @@
+//! Validation: the template against the function's parameters, the rules for key fields,
+//! the `compare` list and the function's shape. Every mistake is reported in one run.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, ItemFn, LitStr};
+
+use crate::args::{Args, FieldPath};
+use crate::errors::Errors;
+use crate::params::{self, Binding};
+use crate::rules;
+use crate::template::{self, Piece, Placeholder};
+
+/// A validated attribute: everything expansion needs.
+pub struct Plan {
+    pub pieces: Vec<Piece>,
+    /// One per placeholder, in template order: the binding it starts from.
+    pub key_fields: Vec<KeyField>,
+    pub compare: Vec<FieldPath>,
+    pub store: Option<Expr>,
+    pub namespace: Option<LitStr>,
+    pub lease_ms: Option<u64>,
+    /// Indices into the signature's inputs that the status function takes.
+    pub status_inputs: Vec<usize>,
+}
+
+pub struct KeyField {
+    pub placeholder: Placeholder,
+    /// The binding, spanned where the user declared it.
+    pub root: Ident,
+}
+
+pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
+    check_shape(item, errors);
+    let Some(key) = args.key else {
+        // After a syntax error the arguments past it were never read: no "missing key" then.
+        if args.complete {
+            errors.at(
+                Span::call_site(),
+                "missing `key = \"...\"`: name the business action with its fields, e.g. #[idempotent(key = \"invoice:<customer>:<period>\")]",
+            );
+        }
+        return None;
+    };
+    let fn_name = item.sig.ident.to_string();
+    let bindings = params::bindings(&item.sig);
+    let pieces = match template::parse(&key.value()) {
+        Ok(pieces) => pieces,
+        Err(error) => {
+            use template::TemplateError::{BadPath, Empty, EmptyPlaceholder, NoPlaceholder};
+            match error {
+                Empty | EmptyPlaceholder | BadPath { .. } | NoPlaceholder { .. } => {
+                    errors.at(key.span(), format!("{error} (available: {})", params::names(&bindings)));
+                }
+                _ => errors.at(key.span(), error),
+            }
+            return None;
+        }
+    };
+    let no_such = no_such(&fn_name, &bindings);
+    let mut key_fields = Vec::new();
+    let mut status_inputs = Vec::new();
+    for piece in &pieces {
+        let Piece::Placeholder(placeholder) = piece else { continue };
+        let span = placeholder_span(&key, placeholder);
+        let root = &placeholder.path[0];
+        let Some(binding) = bindings.iter().find(|b| b.ident == root) else {
+            if root == "self" {
+                errors.at(
+                    span,
+                    format!(
+                        "placeholder {placeholder} cannot read `self`: a key template names the tool's parameters; take the value as a parameter (available: {})",
+                        params::names(&bindings)
+                    ),
+                );
+                continue;
+            }
+            errors.at(
+                span,
+                format!(
+                    "unknown placeholder {placeholder} in key template; {no_such} {root} (available: {})",
+                    params::names(&bindings)
+                ),
+            );
+            continue;
+        };
+        check_key_field(placeholder, binding, span, errors);
+        if !status_inputs.contains(&binding.arg) {
+            status_inputs.push(binding.arg);
+        }
+        key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone() });
+    }
+    if let Some(store) = &args.store {
+        add_store_inputs(store, &bindings, &mut status_inputs);
+    }
+    status_inputs.sort_unstable();
+    let compare = check_compare(args.compare, &key_fields, &bindings, &no_such, errors);
+    errors.is_empty().then_some(Plan {
+        pieces,
+        key_fields,
+        compare,
+        store: args.store,
+        namespace: args.namespace,
+        lease_ms: args.lease.map(|(ms, _)| ms),
+        status_inputs,
+    })
+}
+
+/// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the
+/// status function takes those too, to read from the same store.
+fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
+    fn walk(tokens: proc_macro2::TokenStream, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
+        for token in tokens {
+            match token {
+                proc_macro2::TokenTree::Ident(ident) => {
+                    if let Some(binding) = bindings.iter().find(|b| b.ident == ident)
+                        && !status_inputs.contains(&binding.arg)
+                    {
+                        status_inputs.push(binding.arg);
+                    }
+                }
+                proc_macro2::TokenTree::Group(group) => walk(group.stream(), bindings, status_inputs),
+                _ => {}
+            }
+        }
+    }
+    walk(quote::ToTokens::to_token_stream(store), bindings, status_inputs);
+}
+
+fn check_shape(item: &ItemFn, errors: &mut Errors) {
+    let sig = &item.sig;
+    if let Some(constness) = &sig.constness {
+        errors.at(
+            constness.span,
+            "#[idempotent] cannot be used on a `const fn`: it reserves a key in a store at run time",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors
+            .at(abi.span(), "#[idempotent] cannot be used on an `extern` function; wrap it in a Rust function instead");
+    }
+    if let syn::ReturnType::Default = sig.output {
+        errors.at(
+            sig.ident.span(),
+            format!(
+                "#[idempotent] tool `{}` has no return type, so it cannot return a replay or idem's errors (IN_PROGRESS, CONFLICT, ...); return `Result<T, E>` where `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`, e.g. `-> Result<(), idem::Error>`",
+                sig.ident
+            ),
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.at(variadic.span(), "#[idempotent] cannot be used on a variadic function");
+    }
+}
+
+fn check_key_field(placeholder: &Placeholder, binding: &Binding, span: Span, errors: &mut Errors) {
+    for segment in &placeholder.path {
+        if let Some(why) = rules::forbidden_name(segment) {
+            errors.at(span, format!("placeholder {placeholder} cannot be a key field: `{segment}` {why}"));
+            return;
+        }
+    }
+    if placeholder.path.len() == 1
+        && let Some(ty) = &binding.ty
+        && let Some((why, type_name)) = rules::forbidden_type(ty)
+    {
+        errors.at(ty.span(), format!("parameter `{}` cannot be a key field: `{type_name}` {why}", binding.ident));
+    }
+}
+
+fn check_compare(
+    compare: Vec<FieldPath>,
+    key_fields: &[KeyField],
+    bindings: &[Binding],
+    no_such: &str,
+    errors: &mut Errors,
+) -> Vec<FieldPath> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut kept = Vec::new();
+    for field in compare {
+        let text = field.text();
+        let span = field.segments.last().map_or_else(Span::call_site, Ident::span);
+        if !bindings.iter().any(|b| b.ident == *field.root()) {
+            errors.at(
+                field.root().span(),
+                format!(
+                    "unknown field `{}` in `compare`; {no_such} {} (available: {})",
+                    text,
+                    field.root(),
+                    params::names(bindings)
+                ),
+            );
+        } else if let Some(key_field) = key_fields.iter().find(|k| covers(&k.placeholder.path, &field)) {
+            errors.at(
+                span,
+                format!(
+                    "`{text}` is already part of the key ({}); a different value is a different action, never a conflict, so remove it from `compare`",
+                    key_field.placeholder
+                ),
+            );
+        } else if seen.contains(&text) {
+            errors.at(span, format!("`{text}` is listed twice in `compare`; remove one of them"));
+        } else {
+            seen.push(text);
+            kept.push(field);
+        }
+    }
+    kept.sort_by_key(FieldPath::text);
+    kept
+}
+
+/// The start of an "unknown name" message: names bound inside parameter patterns count too.
+fn no_such(fn_name: &str, bindings: &[Binding]) -> String {
+    if bindings.iter().any(|b| b.ty.is_none()) {
+        format!("{fn_name} has no parameter or pattern binding named")
+    } else {
+        format!("{fn_name} has no parameter")
+    }
+}
+
+/// Whether a key placeholder's path already decides the compared field: the same path, or
+/// a prefix of it (`<req>` covers `req.amount`).
+fn covers(key_path: &[String], field: &FieldPath) -> bool {
+    key_path.len() <= field.segments.len() && key_path.iter().zip(&field.segments).all(|(k, f)| f == k)
+}
+
+/// The placeholder's own text inside the literal where the compiler can point there
+/// (`Literal::subspan` is nightly-only today), else the whole literal.
+fn placeholder_span(key: &LitStr, placeholder: &Placeholder) -> Span {
+    let value = key.value();
+    let token = key.token();
+    let source = token.to_string();
+    let needle = placeholder.to_string();
+    if source.len() == value.len() + 2
+        && let Some(start) = value.find(&needle)
+    {
+        return token.subspan(start + 1..start + 1 + needle.len()).unwrap_or_else(|| key.span());
+    }
+    key.span()
+}

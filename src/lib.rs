@@ -1,0 +1,127 @@
+//! Make the tools AI agents call safe to retry.
+//!
+//! Agent stacks retry at many layers: people press send twice, webhooks are redelivered,
+//! runtimes retry whole turns, the model calls a tool again after a timeout. A timeout is
+//! not a failure: the work often finishes. `#[idempotent]` gives a tool a key derived from
+//! the business action, reserves it in a store before the body runs, and answers every
+//! repeat from the store: one effect per action, however often and however concurrently
+//! the tool is called.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::LazyLock;
+//! use idem::{idempotent, SqliteStore, Status};
+//! use serde::{Deserialize, Serialize};
+//!
+//! static STORE: LazyLock<SqliteStore> = LazyLock::new(|| {
+//!     SqliteStore::open(std::env::temp_dir().join("idem-doc-example.db")).unwrap()
+//! });
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Invoice { id: String, amount: f64, #[serde(default)] replayed: bool }
+//!
+//! #[derive(Debug)]
+//! enum ToolError { Idem(idem::Error) }
+//! impl From<idem::Error> for ToolError {
+//!     fn from(error: idem::Error) -> Self { ToolError::Idem(error) }
+//! }
+//!
+//! /// Create and send the invoice for one customer and billing period.
+//! /// Safe to retry: a second call for the same customer and period never sends a second invoice.
+//! #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *STORE)]
+//! fn send_invoice(customer: String, period: String, amount: f64, memo: String)
+//!     -> Result<Invoice, ToolError>
+//! {
+//!     // `idem::current_key()` is the key to hand to a provider that takes idempotency keys.
+//!     let key = idem::current_key().unwrap();
+//!     Ok(Invoice { id: format!("inv for {key}"), amount, replayed: false })
+//! }
+//!
+//! # let period = format!("doc-{}", std::process::id());
+//! let first = send_invoice("acme".into(), period.clone(), 120.0, "October support".into()).unwrap();
+//! // The model retries with a reworded memo: the first invoice comes back, marked as a replay.
+//! let again = send_invoice("ACME".into(), period.clone(), 120.0, "Support, October".into()).unwrap();
+//! assert!(!first.replayed && again.replayed && first.id == again.id);
+//! // Another amount for the same invoice is a CONFLICT, never a silent replay.
+//! let Err(ToolError::Idem(conflict)) = send_invoice("acme".into(), period.clone(), 150.0, "".into())
+//!     else { panic!() };
+//! assert_eq!(conflict.code(), idem::ErrorCode::Conflict);
+//! // The generated read-only status function takes only the key's fields.
+//! assert!(matches!(send_invoice_status("acme".into(), period).unwrap(), Status::Completed(_)));
+//! ```
+//!
+//! # Attributes
+//!
+//! - `key = "invoice:<customer>:<period>"` (required): the key template. Placeholders name
+//!   parameters (`<customer>`), fields of parameters (`<req.customer>`) or names bound by
+//!   parameter patterns (`Parameters(Req { customer, .. }): Parameters<Req>`). Values are
+//!   trimmed, NFKC-normalized and case-folded (`<sku:exact>` opts out) and escaped, so
+//!   different values never give the same key; `<email:hash>` stores a hash instead of the
+//!   value. Two placeholders must be separated by a character such as `:` or `/`. Key
+//!   fields implement [`KeyPart`]: strings, integers, `bool`, `char`, or your identifier
+//!   types. Timestamps, call or attempt IDs, random values and floats do not compile.
+//! - `compare = [amount, req.currency]`: fields that must be equal on a repeat. A
+//!   difference is a CONFLICT naming each field with its first and its new value. They
+//!   must implement `serde::Serialize`.
+//! - `store = expr`: the store, evaluated on every call (it may use `self` or a
+//!   parameter). Any [`Store`] (sync tools) or [`AsyncStore`] (async tools), also behind
+//!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file.
+//! - `namespace = "billing.invoices"`: the record namespace. Default: the crate's name and
+//!   the function's name, so two tools never share keys by accident; give two tools the
+//!   same namespace to make them share keys on purpose.
+//! - `lease = "5m"`: how long a reservation holds without a completion before the call
+//!   counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default 5 minutes.
+//!
+//! The function keeps its exact signature. It must return a [`ToolOutput`]: a
+//! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
+//! `E: From<idem::Error>`. Beside it, `<name>_status` takes the receiver and the
+//! parameters the key (and the store expression) use, and returns
+//! `Result<Status<T>, idem::Error>`; it is async when the tool is.
+//!
+//! # Outcomes
+//!
+//! | situation | answer | retryable |
+//! | --- | --- | --- |
+//! | first call | the body runs once; its result is stored | |
+//! | completed earlier, same compared fields | the stored result; a JSON object gets `"replayed": true` | |
+//! | completed earlier or running, compared fields differ | [`ErrorCode::Conflict`] naming each field | no |
+//! | first call still running | [`ErrorCode::InProgress`], suggesting `<name>_status` | no |
+//! | first call abandoned (panic, dropped future, crash) past its lease | [`ErrorCode::OutcomeUnknown`] | no |
+//! | store unreachable or failing | [`ErrorCode::StoreUnavailable`]; the body does not run | yes |
+//! | key field empty after normalization | [`ErrorCode::InvalidKey`]; the body does not run | no |
+//! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
+//!
+//! An `Err` from the body releases the key: the action did not happen and a retry may run
+//! it. A panic or a dropped future leaves the key reserved, because the action may have
+//! happened. Every answer that is not a result is an [`Error`] with a stable code, a
+//! message, a retryable flag and a suggestion, serialized as
+//! `{"error": {"code", "message", "retryable", "suggestion"}}`. To see in code how a call
+//! was answered, wrap it in [`observe`] (or [`observe_async`]).
+//!
+//! # Stores
+//!
+//! - [`SqliteStore`]: the embedded default. A file created on first use, WAL, a busy
+//!   timeout, full durability; safe across threads and across processes that open the
+//!   same file.
+//! - [`MemoryStore`]: one process, nothing on disk; for tests.
+//!
+//! # Misuse does not compile
+//!
+//! ```compile_fail
+//! // A key built from a clock reading would change on every retry.
+//! #[idem::idempotent(key = "report:<now>")]
+//! fn send_report(now: u64) -> Result<(), idem::Error> { Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! // A float cannot be a key field: put it in `compare` instead.
+//! #[idem::idempotent(key = "pay:<amount>")]
+//! fn pay(amount: f64) -> Result<(), idem::Error> { Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+/// Makes a tool function idempotent; see the [crate documentation](crate).
+pub use idem_macros::idempotent;
+pub use idem_runtime::*;
