@@ -1,0 +1,8 @@
+use idem::idempotent;
+
+#[idempotent(key = "charge:<customer>", compare = [amount, memo, amount])]
+fn charge(customer: String, amount: u64, memo: String) -> Result<String, idem::Error> {
+    Ok(format!("{customer}:{amount}:{memo}"))
+}
+
+fn main() {}

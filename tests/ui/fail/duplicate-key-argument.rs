@@ -1,0 +1,8 @@
+use idem::idempotent;
+
+#[idempotent(key = "invoice:<customer>", key = "invoice:<period>")]
+fn send_invoice(customer: String, period: String) -> Result<String, idem::Error> {
+    Ok(format!("{customer}:{period}"))
+}
+
+fn main() {}

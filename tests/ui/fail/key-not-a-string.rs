@@ -1,0 +1,8 @@
+use idem::idempotent;
+
+#[idempotent(key = invoice)]
+fn send_invoice(customer: String) -> Result<String, idem::Error> {
+    Ok(customer)
+}
+
+fn main() {}

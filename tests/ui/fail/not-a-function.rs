@@ -1,0 +1,8 @@
+use idem::idempotent;
+
+#[idempotent(key = "invoice:<customer>")]
+struct SendInvoice {
+    customer: String,
+}
+
+fn main() {}
