@@ -309,3 +309,14 @@ fn field_paths_and_pattern_bindings() {
     assert_eq!(by_pattern(&store, Parameters(req(5))).unwrap(), 5);
     assert!(matches!(by_pattern_status(&store, Parameters(req(0))).unwrap(), Status::Completed(5)));
 }
+
+/// Async tools are spawned by frameworks (`tokio::spawn`, rmcp's handlers): their futures
+/// must stay `Send` when the body's are.
+#[test]
+fn async_tool_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (store, _dir) = support::sqlite_store();
+    let billing = Billing::new(store);
+    assert_send(&billing.send_invoice_async("acme".into(), "2026-10".into(), 1.0, "m".into()));
+    assert_send(&billing.send_invoice_async_status("acme".into(), "2026-10".into()));
+}

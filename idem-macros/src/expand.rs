@@ -22,7 +22,7 @@
 //!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)],
 //!         [::idem::__private::compared(&amount)],
 //!     );
-//!     ::idem::__private::run_async(call, &(::idem::__private::DefaultStore), async move { BODY }).await
+//!     ::idem::__private::run_async(call, &::idem::__private::DefaultStore, async move { BODY }).await
 //! }
 //!
 //! /// Read-only status of `send_invoice` ...
@@ -30,8 +30,9 @@
 //!     -> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<Result<Invoice, ToolError>>>, ::idem::Error>
 //! {
 //!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     ::idem::__private::status_async(&__IDEM_TOOL, &(::idem::__private::DefaultStore),
-//!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)]).await
+//!     let read = ::idem::__private::status_async(&__IDEM_TOOL, &::idem::__private::DefaultStore,
+//!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)]);
+//!     read.await
 //! }
 //! ```
 
@@ -172,6 +173,7 @@ fn status_fn(
         (quote!(), quote!(::idem::__private::status_sync), quote!())
     };
     let value_of = quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::Error>);
+    let read_var = Ident::new("__idem_read", Span::mixed_site());
     let vis = &item.vis;
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
@@ -183,7 +185,10 @@ fn status_fn(
             #where_clause
         {
             #tool
-            #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]) #awaited
+            // A statement of its own: the key parts are borrowed only while the key is built,
+            // never across the read's await.
+            let #read_var = #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]);
+            #read_var #awaited
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The read-only status of a key, behind every generated `<tool>_status` function.
 
+use std::future::Future;
+
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -78,16 +80,24 @@ where
     status_of(tool, &key, read)
 }
 
-/// Reads the status of an async tool's key. Never reserves.
+/// Reads the status of an async tool's key. Never reserves. The key is built before the
+/// returned future starts, so the future holds no key part and is `Send` when the store is.
 #[doc(hidden)]
-pub async fn status_async<S, T>(tool: &'static Tool, store: &S, key_parts: &[&dyn KeyPart]) -> Result<Status<T>, Error>
+pub fn status_async<'s, S, T>(
+    tool: &'static Tool,
+    store: &'s S,
+    key_parts: &[&dyn KeyPart],
+) -> impl Future<Output = Result<Status<T>, Error>> + Send + 's
 where
     S: AsyncStore + ?Sized,
     T: DeserializeOwned,
 {
-    let key = build_key(tool.status_fn, tool.template, key_parts)?;
-    let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;
-    status_of(tool, &key, read)
+    let key = build_key(tool.status_fn, tool.template, key_parts);
+    async move {
+        let key = key?;
+        let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;
+        status_of(tool, &key, read)
+    }
 }
 
 fn status_of<T: DeserializeOwned>(

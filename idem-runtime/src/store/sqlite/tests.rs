@@ -1,0 +1,149 @@
+//! The SQLite store's own checks, beyond the shared conformance suite.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::testing::conformance::{check_exclusive_reserve, check_store};
+
+fn id(key: &str) -> RecordId<'_> {
+    RecordId { namespace: "sqlite-test", key }
+}
+
+fn reserve(store: &SqliteStore, key: &str) -> Reservation {
+    let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
+    store.reserve(request).unwrap()
+}
+
+fn raw(path: &Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+#[test]
+fn passes_the_conformance_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = AtomicUsize::new(0);
+    check_store(|| {
+        let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+        SqliteStore::open(path).unwrap()
+    });
+}
+
+#[test]
+fn first_open_creates_directories_file_and_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/b/c/idem.db");
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.path(), path);
+    assert!(path.is_file());
+    let conn = raw(&path);
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE name IN ('idem_records', 'idem_records_purge')", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(tables, 2, "the table and its purge index must exist");
+}
+
+#[test]
+fn reopening_keeps_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idem.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let Reservation::Acquired { token } = reserve(&store, "kept") else {
+        panic!("a new key must be acquired");
+    };
+    store.complete(id("kept"), token, Completion::Success("[]")).unwrap();
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    let Reservation::Existing(record) = reserve(&store, "kept") else {
+        panic!("the record must survive reopening");
+    };
+    assert_eq!(record.token, token);
+    assert_eq!(record.state, RecordState::Completed { result: "[]".into() });
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idem.db");
+    raw(&path).pragma_update(None, "user_version", 99).unwrap();
+    let error = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(error.contains("newer idem"), "unexpected error: {error}");
+    assert!(error.contains("99"), "the error must name the version: {error}");
+}
+
+#[test]
+fn concurrent_first_opens_create_the_schema_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/idem.db");
+    let barrier = Barrier::new(8);
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                barrier.wait();
+                let store = SqliteStore::open(&path).unwrap();
+                reserve(&store, "after-open");
+            });
+        }
+    });
+}
+
+#[test]
+fn two_handles_on_one_file_acquire_each_id_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let stores = [SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap()];
+    check_exclusive_reserve(&stores);
+}
+
+#[test]
+fn synchronous_normal_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("normal.db"))
+        .synchronous(Synchronous::Normal)
+        .busy_timeout(Duration::from_secs(1))
+        .open()
+        .unwrap();
+    let mode: i64 =
+        store.with_conn(|c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(backend)).unwrap();
+    assert_eq!(mode, 1, "PRAGMA synchronous must be NORMAL (1)");
+    let Reservation::Acquired { token } = reserve(&store, "normal") else {
+        panic!("a new key must be acquired");
+    };
+    store.complete(id("normal"), token, Completion::Success("1")).unwrap();
+    let record = store.read(id("normal")).unwrap().unwrap();
+    assert_eq!(record.state, RecordState::Completed { result: "1".into() });
+}
+
+#[test]
+fn unreadable_rows_are_corrupt_and_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idem.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let insert = "INSERT INTO idem_records (namespace, key, state, request, result, \
+                  created_at_ms, updated_at_ms) VALUES ('sqlite-test', ?1, ?2, '{}', NULL, 0, 0)";
+    conn.execute(insert, params!["odd-state", "paused"]).unwrap();
+    conn.execute(insert, params!["no-result", "completed"]).unwrap();
+    for key in ["odd-state", "no-result"] {
+        match store.read(id(key)) {
+            Err(StoreError::Corrupt(what)) => assert!(what.contains(key), "{what}"),
+            other => panic!("{key}: expected Corrupt, got {other:?}"),
+        }
+        match store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO }) {
+            Err(StoreError::Corrupt(_)) => {}
+            other => panic!("{key}: reserve must report Corrupt, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SqliteStore>();
+}
