@@ -1,5 +1,6 @@
 //! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`,
-//! `namespace = "..."`, `lease = "5m"`.
+//! `namespace = "..."`, `lease = "5m"`, `retain = "7d"`, `timeout = "2s"`,
+//! `on_error = keep`, `reconcile = expr`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -8,7 +9,7 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, namespace, lease";
+const EXPECTED: &str = "expected one of: key, compare, store, namespace, lease, retain, timeout, on_error, reconcile";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -18,6 +19,11 @@ pub struct Args {
     pub store: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease: Option<(u64, Span)>,
+    pub retain: Option<(u64, Span)>,
+    pub timeout: Option<(u64, Span)>,
+    /// `on_error = keep`: the body's errors are the final answer.
+    pub keep_errors: Option<Ident>,
+    pub reconcile: Option<Expr>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
     /// after it are unknown and must not be reported missing.
     pub complete: bool,
@@ -52,7 +58,19 @@ impl syn::parse::Parse for FieldPath {
 
 /// Parses the attribute's arguments, collecting every mistake into `errors`.
 pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
-    let mut args = Args { key: None, compare: Vec::new(), store: None, namespace: None, lease: None, complete: true };
+    let mut args = Args {
+        key: None,
+        compare: Vec::new(),
+        store: None,
+        namespace: None,
+        lease: None,
+        retain: None,
+        timeout: None,
+        keep_errors: None,
+        reconcile: None,
+        complete: true,
+    };
+    let mut on_error_seen = false;
     let mut compare_seen = false;
     let parser = syn::meta::parser(|meta| {
         let Some(name) = meta.path.get_ident().map(Ident::to_string) else {
@@ -66,12 +84,23 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
                 string(&meta, "`namespace` takes a string literal, e.g. namespace = \"billing::send_invoice\"")
             }),
             "store" => set_once(&meta, &mut args.store, "store", || meta.value()?.parse()),
-            "lease" => set_once(&meta, &mut args.lease, "lease", || {
-                let text = string(&meta, &format!("`lease` takes a string literal: {DURATION_HELP}"))?;
-                parse_duration(&text.value()).map(|ms| (ms, text.span())).ok_or_else(|| {
-                    syn::Error::new(text.span(), format!("invalid `lease = {:?}`: {DURATION_HELP}", text.value()))
-                })
-            }),
+            "lease" => set_once(&meta, &mut args.lease, "lease", || duration(&meta, "lease")),
+            "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),
+            "timeout" => set_once(&meta, &mut args.timeout, "timeout", || duration(&meta, "timeout")),
+            "reconcile" => set_once(&meta, &mut args.reconcile, "reconcile", || meta.value()?.parse()),
+            "on_error" => {
+                if on_error_seen {
+                    return Err(meta.error("duplicate argument `on_error`; give it once"));
+                }
+                on_error_seen = true;
+                let policy: Ident = meta.value()?.parse().map_err(|e| syn::Error::new(e.span(), ON_ERROR_HELP))?;
+                match policy.to_string().as_str() {
+                    "keep" => args.keep_errors = Some(policy),
+                    "release" => {}
+                    _ => return Err(syn::Error::new(policy.span(), ON_ERROR_HELP)),
+                }
+                Ok(())
+            }
             "compare" => {
                 if compare_seen {
                     return Err(
@@ -117,6 +146,16 @@ fn set_once<T>(
     }
     *slot = Some(parse()?);
     Ok(())
+}
+
+const ON_ERROR_HELP: &str = "`on_error` takes `release` (the default: an error means the action did not happen, so a retry may run it) or `keep` (the error is the final answer, replayed to every retry)";
+
+/// A duration argument, in milliseconds, with the literal's span.
+fn duration(meta: &ParseNestedMeta, name: &str) -> syn::Result<(u64, Span)> {
+    let text = string(meta, &format!("`{name}` takes a string literal: {DURATION_HELP}"))?;
+    parse_duration(&text.value())
+        .map(|ms| (ms, text.span()))
+        .ok_or_else(|| syn::Error::new(text.span(), format!("invalid `{name} = {:?}`: {DURATION_HELP}", text.value())))
 }
 
 /// A string literal argument, with `message` instead of syn's bare "expected string literal".

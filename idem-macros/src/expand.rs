@@ -56,10 +56,18 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     });
     let call = Ident::new("__idem_call", Span::mixed_site());
     let block = &item.block;
-    let run = if is_async {
-        quote_spanned!(ret.span()=> ::idem::__private::run_async(#call, #store, async move #block).await)
-    } else {
-        quote_spanned!(ret.span()=> ::idem::__private::run_sync(#call, #store, move || -> #ret #block))
+    let (hook, policy) = (hook(plan, is_async), policy(plan, &ret));
+    let run = match (is_async, plan.timeout_ms) {
+        (true, Some(ms)) => quote_spanned!(ret.span()=>
+            ::idem::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
+                ::core::time::Duration::from_millis(#ms)).await
+        ),
+        (true, None) => {
+            quote_spanned!(ret.span()=> ::idem::__private::run_async(#call, #store, async move #block, #hook, #policy).await)
+        }
+        (false, _) => quote_spanned!(ret.span()=>
+            ::idem::__private::run_sync(#call, #store, move || -> #ret #block, #hook, #policy)
+        ),
     };
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
@@ -83,6 +91,27 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
 
 use syn::Ident;
 
+/// The reconcile hook: the user's expression, wrapped where its closure argument's type is
+/// inferred, or none.
+fn hook(plan: &Plan, is_async: bool) -> TokenStream {
+    match (&plan.reconcile, is_async) {
+        (Some(hook), true) => quote_spanned!(hook.span()=> ::idem::__private::reconcile_async(#hook)),
+        (Some(hook), false) => quote_spanned!(hook.span()=> ::idem::__private::reconcile_sync(#hook)),
+        (None, _) => quote!(::idem::__private::NoReconcile),
+    }
+}
+
+/// The error policy, spanned at the return type: that is where an error type unfit for
+/// `on_error = keep` is fixed, and where rustc already reports an unfit return type (the
+/// same span lets it report that once).
+fn policy(plan: &Plan, ret: &Type) -> TokenStream {
+    if plan.keep_errors {
+        quote_spanned!(ret.span()=> ::idem::__private::Keep)
+    } else {
+        quote_spanned!(ret.span()=> ::idem::__private::Release)
+    }
+}
+
 /// The tool's compile-time description, emitted identically in the tool and its status
 /// function so both derive the same key in the same namespace.
 fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
@@ -104,6 +133,10 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(::idem::__private::DEFAULT_LEASE),
     };
+    let retain = match plan.retain_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(::idem::__private::DEFAULT_RETAIN),
+    };
     quote! {
         static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool {
             name: #name,
@@ -112,6 +145,8 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             compare: &[#(#compare),*],
             status_fn: #status_fn,
             lease: #lease,
+            retain: #retain,
+            counters: ::idem::__private::Counters::new(),
         };
     }
 }

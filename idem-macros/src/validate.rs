@@ -20,6 +20,10 @@ pub struct Plan {
     pub store: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease_ms: Option<u64>,
+    pub retain_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub keep_errors: bool,
+    pub reconcile: Option<Expr>,
     /// Indices into the signature's inputs that the status function takes.
     pub status_inputs: Vec<usize>,
 }
@@ -32,6 +36,9 @@ pub struct KeyField {
 
 pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
+    if let Some((_, span)) = args.timeout {
+        check_timeout(item, span, errors);
+    }
     let Some(key) = args.key else {
         // After a syntax error the arguments past it were never read: no "missing key" then.
         if args.complete {
@@ -102,6 +109,10 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         store: args.store,
         namespace: args.namespace,
         lease_ms: args.lease.map(|(ms, _)| ms),
+        retain_ms: args.retain.map(|(ms, _)| ms),
+        timeout_ms: args.timeout.map(|(ms, _)| ms),
+        keep_errors: args.keep_errors.is_some(),
+        reconcile: args.reconcile,
         status_inputs,
     })
 }
@@ -125,6 +136,36 @@ fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<
         }
     }
     walk(quote::ToTokens::to_token_stream(store), bindings, status_inputs);
+}
+
+/// `timeout` lets the body run on after its caller got TIMEOUT, as a task of its own: the
+/// body must be async and must not borrow from the caller.
+fn check_timeout(item: &ItemFn, span: Span, errors: &mut Errors) {
+    let sig = &item.sig;
+    if sig.asyncness.is_none() {
+        errors.at(
+            span,
+            "`timeout` works on async tools: a sync body cannot be left running once its caller has its answer; make the tool `async fn`, or let the caller's framework time it out",
+        );
+        return;
+    }
+    for input in &sig.inputs {
+        let borrowed = match input {
+            syn::FnArg::Receiver(receiver) => {
+                matches!(receiver.kind, syn::ReceiverKind::Reference(..)).then(|| "`self`".to_owned())
+            }
+            syn::FnArg::Typed(typed) => matches!(&*typed.ty, syn::Type::Reference(_))
+                .then(|| format!("`{}`", quote::ToTokens::to_token_stream(&typed.pat))),
+        };
+        if let Some(what) = borrowed {
+            errors.at(
+                input.span(),
+                format!(
+                    "`timeout` lets the body run on after its caller got TIMEOUT, so it cannot borrow {what} from the caller; take it by value (for a method, `self: Arc<Self>`)"
+                ),
+            );
+        }
+    }
 }
 
 fn check_shape(item: &ItemFn, errors: &mut Errors) {

@@ -1,9 +1,13 @@
 //! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
 
-pub use crate::call::{Call, DEFAULT_LEASE, Tool, run_async, run_sync};
+pub use crate::call::{
+    Call, DEFAULT_LEASE, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release, Tool, reconcile_async,
+    reconcile_sync, run_async, run_async_timeout, run_sync,
+};
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
 pub use crate::key::{FieldMode, KeyPart, Segment};
+pub use crate::metrics::Counters;
 pub use crate::output::ToolOutput;
 pub use crate::status::{status_async, status_sync};
 

@@ -58,17 +58,29 @@ impl Store for DefaultStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         default_store()?.reserve(request)
     }
-    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
-        Store::complete(default_store()?, id, token, completion)
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        Store::take_over(default_store()?, id, expired, lease)
+    }
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
+        Store::complete(default_store()?, id, token, completion, retain)
     }
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         Store::release(default_store()?, id, token)
     }
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        Store::abandon(default_store()?, id, token)
+    }
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
         Store::read(default_store()?, id)
     }
-    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
-        Store::purge(default_store()?, older_than, limit)
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        Store::purge(default_store()?, limit)
     }
 }
 

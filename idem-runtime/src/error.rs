@@ -22,6 +22,9 @@ pub enum ErrorCode {
     /// A key field was empty after normalization, or a compared field could not be
     /// serialized; the body did not run.
     InvalidKey,
+    /// The caller's `timeout` passed before the body finished. The body goes on and
+    /// records its outcome: check the status function, do not call again.
+    Timeout,
     /// The stored record exists but cannot be read back (corrupt, or its result no longer
     /// deserializes into the tool's type). Never turned into a re-run.
     RecordUnreadable,
@@ -36,6 +39,7 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
             ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
             ErrorCode::InvalidKey => "INVALID_KEY",
+            ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::RecordUnreadable => "RECORD_UNREADABLE",
         }
     }
@@ -186,6 +190,7 @@ mod tests {
             ErrorCode::Conflict,
             ErrorCode::OutcomeUnknown,
             ErrorCode::InvalidKey,
+            ErrorCode::Timeout,
             ErrorCode::RecordUnreadable,
         ] {
             assert!(!code.retryable(), "{code}");

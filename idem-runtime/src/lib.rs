@@ -9,6 +9,7 @@ mod compare;
 mod default_store;
 mod error;
 mod key;
+mod metrics;
 mod observe;
 mod output;
 mod scope;
@@ -20,10 +21,11 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-pub use call::{DEFAULT_LEASE, current_key};
+pub use call::{Abandoned, DEFAULT_LEASE, DEFAULT_RETAIN, Reconciled, current_key};
 pub use default_store::{DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, set_default_store_path};
 pub use error::{Error, ErrorCode, FieldDifference};
 pub use key::{Key, KeyPart, normalize};
+pub use metrics::{ToolMetrics, metrics};
 pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};
 pub use status::Status;

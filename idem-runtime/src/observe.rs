@@ -7,12 +7,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::call::Tool;
 use crate::key::Key;
 use crate::scope::{Scope, Scoped, in_scope};
 
 /// How one call of an idempotent tool was answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[repr(usize)]
 pub enum Outcome {
     /// The key was new: the body ran and its result was stored.
     Fresh,
@@ -21,6 +23,15 @@ pub enum Outcome {
     /// The body ran but its result could not be recorded; the reservation stays in place
     /// for reconciliation and the body's result was returned.
     Unrecorded,
+    /// The body ran but its lease had been taken over meanwhile: its completion was
+    /// refused (fenced) and the newer holder's record stands. The body's result was
+    /// returned.
+    Fenced,
+    /// An abandoned call was reconciled: the hook found the action done and its result
+    /// was returned as a replay.
+    Reconciled,
+    /// The caller's `timeout` passed first: TIMEOUT. The body goes on and completes the key.
+    TimedOut,
     /// A first call had completed: its stored result was returned.
     Replayed,
     /// A first call is still running: IN_PROGRESS.
@@ -38,12 +49,32 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in a stable order.
+    pub const ALL: [Outcome; 13] = [
+        Outcome::Fresh,
+        Outcome::Released,
+        Outcome::Unrecorded,
+        Outcome::Fenced,
+        Outcome::Reconciled,
+        Outcome::TimedOut,
+        Outcome::Replayed,
+        Outcome::InProgress,
+        Outcome::Conflict,
+        Outcome::Unknown,
+        Outcome::StoreUnavailable,
+        Outcome::InvalidKey,
+        Outcome::Unreadable,
+    ];
+
     /// The outcome's name in events, e.g. `"replayed"`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Outcome::Fresh => "fresh",
             Outcome::Released => "released",
             Outcome::Unrecorded => "unrecorded",
+            Outcome::Fenced => "fenced",
+            Outcome::Reconciled => "reconciled",
+            Outcome::TimedOut => "timed_out",
             Outcome::Replayed => "replayed",
             Outcome::InProgress => "in_progress",
             Outcome::Conflict => "conflict",
@@ -56,7 +87,7 @@ impl Outcome {
 
     /// Whether the body ran on this call.
     pub const fn ran_body(self) -> bool {
-        matches!(self, Outcome::Fresh | Outcome::Released | Outcome::Unrecorded)
+        matches!(self, Outcome::Fresh | Outcome::Released | Outcome::Unrecorded | Outcome::Fenced)
     }
 }
 
@@ -122,24 +153,37 @@ impl<F: Future> Future for ObserveFuture<F> {
     }
 }
 
-/// Records one call: a `tracing` event, and the observation for an enclosing [`observe`].
-pub(crate) fn record(tool: &'static str, key: Option<&Key>, outcome: Outcome, latency: Duration) {
+/// Records one call: a `tracing` event, its tool's counter, and the observation for an
+/// enclosing [`observe`].
+pub(crate) fn record(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, latency: Duration) {
+    emit(tool, key, outcome, latency);
+    observed(tool, key, outcome);
+}
+
+/// The `tracing` event and the counter of one call.
+pub(crate) fn emit(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, latency: Duration) {
+    crate::metrics::count(tool, outcome);
+    let tool = tool.name;
     let key_text = key.map_or("", Key::as_str);
     let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
     match outcome {
-        Outcome::StoreUnavailable | Outcome::Unreadable | Outcome::Unrecorded => {
+        Outcome::StoreUnavailable | Outcome::Unreadable | Outcome::Unrecorded | Outcome::Fenced => {
             tracing::error!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
         }
-        Outcome::Unknown => {
+        Outcome::Unknown | Outcome::TimedOut => {
             tracing::warn!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
         }
         _ => {
             tracing::info!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
         }
     }
+}
+
+/// The observation of one call, for an enclosing [`observe`] on this thread.
+pub(crate) fn observed(tool: &'static Tool, key: Option<&Key>, outcome: Outcome) {
     OBSERVED.with(|slot| {
         if let Some(calls) = slot.borrow_mut().as_mut() {
-            calls.push(Observation { tool, key: key.cloned(), outcome });
+            calls.push(Observation { tool: tool.name, key: key.cloned(), outcome });
         }
     });
 }

@@ -31,6 +31,7 @@ struct Entry {
     request: String,
     created_at_ms: i64,
     updated_at_ms: i64,
+    retain_until_ms: Option<i64>,
     state: State,
 }
 
@@ -83,6 +84,7 @@ impl Entry {
             token: self.token,
             created_at_ms: self.created_at_ms,
             updated_at_ms: self.updated_at_ms,
+            retain_until_ms: self.retain_until_ms,
             state,
         }
     }
@@ -106,6 +108,7 @@ impl Store for MemoryStore {
                     request: request.request.to_owned(),
                     created_at_ms: now,
                     updated_at_ms: now,
+                    retain_until_ms: None,
                     state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
                 });
                 Ok(Reservation::Acquired { token })
@@ -113,14 +116,45 @@ impl Store for MemoryStore {
         }
     }
 
-    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        let entry = records
+            .get_mut(&key_of(id))
+            .filter(|entry| entry.held_by(expired))
+            .filter(|entry| matches!(entry.state, State::InProgress { lease_until_ms } if lease_until_ms <= now))
+            .ok_or(StoreError::Fenced)?;
+        entry.token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+        entry.state = State::InProgress { lease_until_ms: now + duration_ms(lease) };
+        entry.updated_at_ms = now;
+        Ok(entry.token)
+    }
+
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
         let mut records = self.lock();
         let entry = records.get_mut(&key_of(id)).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
         entry.state = match completion {
             Completion::Success(result) => State::Completed(result.to_owned()),
             Completion::KeptError(error) => State::Failed(error.to_owned()),
         };
-        entry.updated_at_ms = now_ms();
+        let now = now_ms();
+        entry.updated_at_ms = now;
+        entry.retain_until_ms = Some(now + duration_ms(retain));
+        Ok(())
+    }
+
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let entry = records.get_mut(&key_of(id)).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
+        let now = now_ms();
+        entry.state = State::InProgress { lease_until_ms: now };
+        entry.updated_at_ms = now;
         Ok(())
     }
 
@@ -141,12 +175,12 @@ impl Store for MemoryStore {
         Ok(records.get(&key_of(id)).map(|entry| entry.to_record(now)))
     }
 
-    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let mut records = self.lock();
-        let cutoff = now_ms() - duration_ms(older_than);
+        let now = now_ms();
         let doomed: Vec<(String, String)> = records
             .iter()
-            .filter(|(_, entry)| !matches!(entry.state, State::InProgress { .. }) && entry.updated_at_ms <= cutoff)
+            .filter(|(_, entry)| entry.retain_until_ms.is_some_and(|until| until <= now))
             .map(|(key, _)| key.clone())
             .take(limit)
             .collect();

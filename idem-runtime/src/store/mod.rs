@@ -69,8 +69,10 @@ pub struct Record {
     /// When the reservation was made, in milliseconds since the Unix epoch, by the
     /// store's clock.
     pub created_at_ms: i64,
-    /// When the record last changed (reserved, completed), by the store's clock.
+    /// When the record last changed (reserved, taken over, completed), by the store's clock.
     pub updated_at_ms: i64,
+    /// For a settled record: until when it is kept. [`Store::purge`] removes it afterwards.
+    pub retain_until_ms: Option<i64>,
     /// Where the record stands.
     pub state: RecordState,
 }
@@ -156,20 +158,39 @@ pub trait Store: Send + Sync {
     /// as it is (with `lease_expired: true`), never taken over silently.
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError>;
 
-    /// Settles the in-progress record held by `token`. [`StoreError::Fenced`] when `token`
-    /// no longer holds it; then nothing changes.
-    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError>;
+    /// Takes over an abandoned reservation to reconcile it: succeeds only while `expired`
+    /// still holds the record and its lease has ended by the store's clock, and returns a
+    /// new, larger token with a fresh `lease`. [`StoreError::Fenced`] otherwise (another
+    /// caller took it over first, or the record changed); then nothing changes. Of any
+    /// number of concurrent callers, at most one succeeds.
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError>;
+
+    /// Settles the in-progress record held by `token`, to be kept for at least `retain`.
+    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError>;
 
     /// Deletes the in-progress record held by `token`, so that a retry may run the body.
     /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError>;
 
+    /// Ends the lease of the in-progress record held by `token` now, so that it reads as
+    /// abandoned: for a reconciliation that could not tell what happened.
+    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError>;
+
     /// Reads a record. Never creates or changes one.
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError>;
 
-    /// Deletes at most `limit` settled (completed or failed) records last changed more than
-    /// `older_than` ago, and returns how many it deleted. Never deletes in-progress records.
-    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError>;
+    /// Deletes at most `limit` settled (completed or failed) records whose retention has
+    /// ended by the store's clock, and returns how many it deleted. Never deletes
+    /// in-progress records, abandoned or not: their outcome is not known.
+    fn purge(&self, limit: usize) -> Result<usize, StoreError>;
 }
 
 /// A boxed, sendable future, as [`AsyncStore`] methods return.
@@ -184,19 +205,29 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait AsyncStore: Send + Sync {
     /// See [`Store::reserve`].
     fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>>;
+    /// See [`Store::take_over`].
+    fn take_over<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        expired: Token,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Token, StoreError>>;
     /// See [`Store::complete`].
     fn complete<'a>(
         &'a self,
         id: RecordId<'a>,
         token: Token,
         completion: Completion<'a>,
+        retain: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`Store::release`].
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// See [`Store::abandon`].
+    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`Store::read`].
     fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>>;
     /// See [`Store::purge`].
-    fn purge(&self, older_than: Duration, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
+    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
 }
 
 /// Implements [`AsyncStore`] for a type whose [`Store`] operations are quick enough to run
@@ -210,13 +241,22 @@ macro_rules! async_store_from_sync {
             ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
                 Box::pin(::std::future::ready($crate::store::Store::reserve(self, request)))
             }
+            fn take_over<'a>(
+                &'a self,
+                id: $crate::store::RecordId<'a>,
+                expired: $crate::store::Token,
+                lease: ::std::time::Duration,
+            ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Token, $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::take_over(self, id, expired, lease)))
+            }
             fn complete<'a>(
                 &'a self,
                 id: $crate::store::RecordId<'a>,
                 token: $crate::store::Token,
                 completion: $crate::store::Completion<'a>,
+                retain: ::std::time::Duration,
             ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::complete(self, id, token, completion)))
+                Box::pin(::std::future::ready($crate::store::Store::complete(self, id, token, completion, retain)))
             }
             fn release<'a>(
                 &'a self,
@@ -225,18 +265,21 @@ macro_rules! async_store_from_sync {
             ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
                 Box::pin(::std::future::ready($crate::store::Store::release(self, id, token)))
             }
+            fn abandon<'a>(
+                &'a self,
+                id: $crate::store::RecordId<'a>,
+                token: $crate::store::Token,
+            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::abandon(self, id, token)))
+            }
             fn read<'a>(
                 &'a self,
                 id: $crate::store::RecordId<'a>,
             ) -> $crate::store::BoxFuture<'a, Result<Option<$crate::store::Record>, $crate::store::StoreError>> {
                 Box::pin(::std::future::ready($crate::store::Store::read(self, id)))
             }
-            fn purge(
-                &self,
-                older_than: ::std::time::Duration,
-                limit: usize,
-            ) -> $crate::store::BoxFuture<'_, Result<usize, $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::purge(self, older_than, limit)))
+            fn purge(&self, limit: usize) -> $crate::store::BoxFuture<'_, Result<usize, $crate::store::StoreError>> {
+                Box::pin(::std::future::ready($crate::store::Store::purge(self, limit)))
             }
         }
     };
@@ -249,17 +292,29 @@ macro_rules! forward_through_pointer {
             fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
                 (**self).reserve(request)
             }
-            fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
-                (**self).complete(id, token, completion)
+            fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+                (**self).take_over(id, expired, lease)
+            }
+            fn complete(
+                &self,
+                id: RecordId<'_>,
+                token: Token,
+                completion: Completion<'_>,
+                retain: Duration,
+            ) -> Result<(), StoreError> {
+                (**self).complete(id, token, completion, retain)
             }
             fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
                 (**self).release(id, token)
             }
+            fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+                (**self).abandon(id, token)
+            }
             fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
                 (**self).read(id)
             }
-            fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
-                (**self).purge(older_than, limit)
+            fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+                (**self).purge(limit)
             }
         }
 
@@ -267,22 +322,34 @@ macro_rules! forward_through_pointer {
             fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
                 (**self).reserve(request)
             }
+            fn take_over<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                expired: Token,
+                lease: Duration,
+            ) -> BoxFuture<'a, Result<Token, StoreError>> {
+                (**self).take_over(id, expired, lease)
+            }
             fn complete<'a>(
                 &'a self,
                 id: RecordId<'a>,
                 token: Token,
                 completion: Completion<'a>,
+                retain: Duration,
             ) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).complete(id, token, completion)
+                (**self).complete(id, token, completion, retain)
             }
             fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
                 (**self).release(id, token)
             }
+            fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).abandon(id, token)
+            }
             fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
                 (**self).read(id)
             }
-            fn purge(&self, older_than: Duration, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-                (**self).purge(older_than, limit)
+            fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
+                (**self).purge(limit)
             }
         }
     )*};

@@ -36,7 +36,10 @@ pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
     lease_expiry_is_judged_by_the_store(&make_store());
     read_never_creates(&make_store());
     namespaces_are_independent(&make_store());
-    purge_removes_only_settled_records(&make_store());
+    purge_removes_only_settled_records_past_retention(&make_store());
+    take_over_needs_an_ended_lease_and_fences_the_old_holder(&make_store());
+    abandon_ends_the_lease_at_once(&make_store());
+    one_caller_takes_over_an_abandoned_key(&make_store());
     check_exclusive_reserve(&[make_store()]);
 }
 
@@ -143,8 +146,12 @@ fn read(store: &impl Store, id: RecordId<'_>) -> Option<Record> {
 }
 
 fn settle(store: &impl Store, id: RecordId<'_>, token: Token, completion: Completion<'_>) {
+    settle_for(store, id, token, completion, LONG);
+}
+
+fn settle_for(store: &impl Store, id: RecordId<'_>, token: Token, completion: Completion<'_>, retain: Duration) {
     store
-        .complete(id, token, completion)
+        .complete(id, token, completion, retain)
         .unwrap_or_else(|e| panic!("complete of {id:?} with its own {token:?} failed: {e}"));
 }
 
@@ -156,8 +163,8 @@ fn assert_fenced(result: Result<(), StoreError>, what: &str) {
     }
 }
 
-fn purge(store: &impl Store, older_than: Duration, limit: usize) -> usize {
-    store.purge(older_than, limit).unwrap_or_else(|e| panic!("purge failed: {e}"))
+fn purge(store: &impl Store, limit: usize) -> usize {
+    store.purge(limit).unwrap_or_else(|e| panic!("purge failed: {e}"))
 }
 
 fn reserve_twice_finds_in_progress(store: &impl Store) {
@@ -206,16 +213,16 @@ fn stale_token_is_fenced(store: &impl Store) {
     store.release(id, stale).expect("release failed");
     let holder = acquire(store, id, r#"{"v":2}"#);
     let before = read(store, id);
-    assert_fenced(store.complete(id, stale, Completion::Success("1")), "complete with a stale token");
+    assert_fenced(store.complete(id, stale, Completion::Success("1"), LONG), "complete with a stale token");
     assert_fenced(store.release(id, stale), "release with a stale token");
     assert_fenced(
-        store.complete(id, Token(u64::MAX), Completion::Success("1")),
+        store.complete(id, Token(u64::MAX), Completion::Success("1"), LONG),
         "complete with a token never handed out",
     );
     let other = RecordId { namespace: NS, key: "stale-other" };
     acquire(store, other, "{}");
     assert_fenced(
-        store.complete(other, holder, Completion::Success("1")),
+        store.complete(other, holder, Completion::Success("1"), LONG),
         "complete of one record with another record's token",
     );
     assert_fenced(store.release(other, holder), "release of one record with another record's token");
@@ -227,8 +234,11 @@ fn settled_record_is_fenced(store: &impl Store) {
     let id = id("settled");
     let token = acquire(store, id, "{}");
     settle(store, id, token, Completion::Success("\"first\""));
-    assert_fenced(store.complete(id, token, Completion::Success("\"second\"")), "a second complete");
-    assert_fenced(store.complete(id, token, Completion::KeptError("\"second\"")), "a kept error after completion");
+    assert_fenced(store.complete(id, token, Completion::Success("\"second\""), LONG), "a second complete");
+    assert_fenced(
+        store.complete(id, token, Completion::KeptError("\"second\""), LONG),
+        "a kept error after completion",
+    );
     assert_fenced(store.release(id, token), "release after completion");
     let record = existing(store, id, "{}");
     assert_eq!(
@@ -306,26 +316,110 @@ fn namespaces_are_independent(store: &impl Store) {
     assert_eq!(read(store, b), None, "the released record must be gone");
 }
 
-fn purge_removes_only_settled_records(store: &impl Store) {
+fn purge_removes_only_settled_records_past_retention(store: &impl Store) {
     let settled = ["purge-c1", "purge-c2", "purge-c3", "purge-f1"];
     for key in settled {
         let id = id(key);
         let token = acquire(store, id, "{}");
         let completion = if key.contains("-f") { Completion::KeptError("\"e\"") } else { Completion::Success("0") };
-        settle(store, id, token, completion);
+        settle_for(store, id, token, completion, Duration::ZERO);
     }
+    let kept = id("purge-kept");
+    let token = acquire(store, kept, "{}");
+    settle(store, kept, token, Completion::Success("1"));
     acquire_for(store, id("purge-expired"), "{}", Duration::ZERO);
     acquire(store, id("purge-live"), "{}");
 
-    assert_eq!(purge(store, LONG, 100), 0, "purge must keep records younger than `older_than`");
-    assert_eq!(purge(store, Duration::ZERO, 0), 0, "purge must respect a limit of 0");
-    assert_eq!(purge(store, Duration::ZERO, 3), 3, "purge must delete up to `limit` records");
-    assert_eq!(purge(store, Duration::ZERO, 100), 1, "purge must delete the remaining settled record");
-    assert_eq!(purge(store, Duration::ZERO, 100), 0, "nothing settled is left to purge");
+    let record = existing(store, kept, "{}");
+    assert!(
+        record.retain_until_ms.is_some_and(|until| until - record.updated_at_ms == LONG.as_millis() as i64),
+        "a settled record must be kept `retain` after it settled, got {record:?}"
+    );
+    assert_eq!(purge(store, 0), 0, "purge must respect a limit of 0");
+    assert_eq!(purge(store, 3), 3, "purge must delete up to `limit` records");
+    assert_eq!(purge(store, 100), 1, "purge must delete the remaining record past its retention");
+    assert_eq!(purge(store, 100), 0, "nothing past its retention is left to purge");
     for key in settled {
-        assert_eq!(read(store, id(key)), None, "purge must delete settled {key}");
+        assert_eq!(read(store, id(key)), None, "purge must delete settled {key} past its retention");
     }
+    assert!(read(store, kept).is_some(), "purge must keep a record within its retention");
     for key in ["purge-expired", "purge-live"] {
         assert!(read(store, id(key)).is_some(), "purge must never delete in-progress {key}, even past its lease");
+    }
+}
+
+fn take_over_needs_an_ended_lease_and_fences_the_old_holder(store: &impl Store) {
+    let live = id("take-over-live");
+    let holder = acquire(store, live, "{}");
+    match store.take_over(live, holder, LONG) {
+        Err(StoreError::Fenced) => {}
+        other => panic!("taking over a live lease must be Fenced, got {other:?}"),
+    }
+
+    let ended = id("take-over-ended");
+    let old = acquire_for(store, ended, r#"{"v":1}"#, Duration::ZERO);
+    let new = store.take_over(ended, old, LONG).unwrap_or_else(|e| panic!("take over of an ended lease failed: {e}"));
+    assert!(new > old, "a take-over must hand out a larger token: {new:?} after {old:?}");
+    let record = existing(store, ended, r#"{"v":1}"#);
+    assert_eq!(record.token, new, "the record must carry the new holder's token");
+    assert_eq!(record.request, r#"{"v":1}"#, "a take-over must keep the first call's request");
+    assert!(
+        matches!(record.state, RecordState::InProgress { lease_expired: false, .. }),
+        "a taken-over record must hold a fresh lease, got {:?}",
+        record.state
+    );
+    assert!(matches!(store.take_over(ended, old, LONG), Err(StoreError::Fenced)), "a second take-over must be Fenced");
+    assert_fenced(store.complete(ended, old, Completion::Success("\"late\""), LONG), "the old holder's complete");
+    assert_fenced(store.release(ended, old), "the old holder's release");
+    assert_fenced(store.abandon(ended, old), "the old holder's abandon");
+    settle(store, ended, new, Completion::Success("\"new\""));
+    assert_eq!(
+        existing(store, ended, r#"{"v":1}"#).state,
+        RecordState::Completed { result: "\"new\"".into() },
+        "the new holder's result must stand"
+    );
+}
+
+fn abandon_ends_the_lease_at_once(store: &impl Store) {
+    let id = id("abandoned");
+    let token = acquire(store, id, "{}");
+    store.abandon(id, token).unwrap_or_else(|e| panic!("abandon by the holder failed: {e}"));
+    let record = existing(store, id, "{}");
+    assert!(
+        matches!(record.state, RecordState::InProgress { lease_expired: true, .. }),
+        "an abandoned reservation must read as in progress with an ended lease, got {:?}",
+        record.state
+    );
+    assert_eq!(record.token, token, "abandon must keep the holder's token");
+    let next = store.take_over(id, token, LONG).unwrap_or_else(|e| panic!("take over after abandon failed: {e}"));
+    assert!(next > token);
+}
+
+/// Races 8 threads to take over each of 50 abandoned reservations: exactly one wins each.
+fn one_caller_takes_over_an_abandoned_key(store: &impl Store) {
+    const KEYS: usize = 50;
+    let keys: Vec<String> = (0..KEYS).map(|k| format!("take-over-race-{k}")).collect();
+    let expired: Vec<Token> = keys.iter().map(|key| acquire_for(store, id(key), "{}", Duration::ZERO)).collect();
+    let barrier = Barrier::new(RACERS);
+    let wins: Vec<Vec<bool>> = thread::scope(|scope| {
+        let racers: Vec<_> = (0..RACERS)
+            .map(|_| {
+                let (keys, expired, barrier) = (&keys, &expired, &barrier);
+                scope.spawn(move || {
+                    keys.iter()
+                        .zip(expired)
+                        .map(|(key, token)| {
+                            barrier.wait();
+                            store.take_over(id(key), *token, LONG).is_ok()
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|racer| racer.join().expect("a racing thread panicked")).collect()
+    });
+    for (k, key) in keys.iter().enumerate() {
+        let winners = wins.iter().filter(|racer| racer[k]).count();
+        assert_eq!(winners, 1, "{winners} of {RACERS} concurrent take-overs of {key} succeeded; exactly one must");
     }
 }

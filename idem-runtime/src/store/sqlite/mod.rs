@@ -1,6 +1,6 @@
 //! The SQLite store: one file, shared by every thread and process that opens it.
 //!
-//! # Schema (version 1, kept in `PRAGMA user_version`)
+//! # Schema (version 2, kept in `PRAGMA user_version`)
 //!
 //! ```sql
 //! CREATE TABLE idem_records (
@@ -13,13 +13,20 @@
 //!     created_at_ms  INTEGER NOT NULL,  -- ms since the Unix epoch, SQLite's clock
 //!     updated_at_ms  INTEGER NOT NULL,
 //!     lease_until_ms INTEGER,           -- NULL once settled
+//!     retain_until_ms INTEGER,          -- settled records: kept until then (version 2)
 //!     UNIQUE (namespace, key)
 //! );
-//! CREATE INDEX idem_records_purge ON idem_records (state, updated_at_ms);
+//! CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
+//!     WHERE retain_until_ms IS NOT NULL;
 //! ```
 //!
+//! Version 1 (without `retain_until_ms`) is migrated in place on open: settled records
+//! get the default retention counted from their last change.
+//!
 //! The token is the `AUTOINCREMENT` rowid: SQLite never hands out a rowid twice, even
-//! after the row is deleted, so tokens only grow across release and re-reservation.
+//! after the row is deleted, so tokens only grow across release and re-reservation. A
+//! take-over deletes the abandoned row and inserts it again in one transaction, so the new
+//! holder's token is larger than the old one's.
 //! Reservation is one `INSERT .. ON CONFLICT DO NOTHING RETURNING token`, so the unique
 //! constraint, not Rust code, decides who acquires a key. Every time (creation, update,
 //! lease end) is read from SQLite's clock inside the statement that uses it.
@@ -33,7 +40,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
 
 /// The schema version this code writes and reads.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 /// How many unused connections the pool keeps open.
 const MAX_IDLE: usize = 8;
 /// How often `reserve` retries when the record it lost to vanished before it could be read.
@@ -57,11 +64,26 @@ CREATE TABLE IF NOT EXISTS idem_records (
     created_at_ms INTEGER NOT NULL,
     updated_at_ms INTEGER NOT NULL,
     lease_until_ms INTEGER,
+    retain_until_ms INTEGER,
     UNIQUE (namespace, key)
 );
-CREATE INDEX IF NOT EXISTS idem_records_purge ON idem_records (state, updated_at_ms);
-PRAGMA user_version = 1;
+CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
+    WHERE retain_until_ms IS NOT NULL;
+PRAGMA user_version = 2;
 ";
+
+/// From version 1: retention per record. Settled records keep the default retention,
+/// counted from their last change.
+const MIGRATE_1_TO_2: &str = concat!(
+    "ALTER TABLE idem_records ADD COLUMN retain_until_ms INTEGER;
+     UPDATE idem_records SET retain_until_ms = updated_at_ms + ",
+    "604800000", // crate::call::DEFAULT_RETAIN in ms: 7 days
+    " WHERE state IN ('completed', 'failed');
+     DROP INDEX IF EXISTS idem_records_purge;
+     CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
+         WHERE retain_until_ms IS NOT NULL;
+     PRAGMA user_version = 2;"
+);
 
 const INSERT: &str = concat!(
     "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
@@ -75,13 +97,39 @@ const SELECT: &str = concat!(
     "SELECT token, state, request, result, created_at_ms, updated_at_ms, lease_until_ms, ",
     "lease_until_ms <= ",
     now_ms!(),
-    " FROM idem_records WHERE namespace = ?1 AND key = ?2"
+    ", retain_until_ms FROM idem_records WHERE namespace = ?1 AND key = ?2"
+);
+
+/// The abandoned row, if `token` still holds it and its lease has ended.
+const TAKE_OVER_FIND: &str = concat!(
+    "SELECT request, created_at_ms FROM idem_records WHERE token = ?1 AND namespace = ?2 AND key = ?3 ",
+    "AND state = 'in_progress' AND lease_until_ms <= ",
+    now_ms!()
+);
+
+const TAKE_OVER_DELETE: &str = "DELETE FROM idem_records WHERE token = ?1";
+
+const TAKE_OVER_INSERT: &str = concat!(
+    "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
+     lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, ?4, now.ms, now.ms + ?5 FROM (SELECT ",
+    now_ms!(),
+    " AS ms) AS now RETURNING token"
+);
+
+const ABANDON: &str = concat!(
+    "UPDATE idem_records SET lease_until_ms = ",
+    now_ms!(),
+    ", updated_at_ms = ",
+    now_ms!(),
+    " WHERE token = ?1 AND namespace = ?2 AND key = ?3 AND state = 'in_progress'"
 );
 
 const COMPLETE: &str = concat!(
     "UPDATE idem_records SET state = ?1, result = ?2, updated_at_ms = ",
     now_ms!(),
-    ", lease_until_ms = NULL ",
+    ", retain_until_ms = ",
+    now_ms!(),
+    " + ?6, lease_until_ms = NULL ",
     "WHERE token = ?3 AND namespace = ?4 AND key = ?5 AND state = 'in_progress'"
 );
 
@@ -90,9 +138,9 @@ const RELEASE: &str = "DELETE FROM idem_records \
 
 const PURGE: &str = concat!(
     "DELETE FROM idem_records WHERE token IN (SELECT token FROM idem_records ",
-    "WHERE state IN ('completed', 'failed') AND updated_at_ms <= ",
+    "WHERE retain_until_ms <= ",
     now_ms!(),
-    " - ?1 LIMIT ?2)"
+    " LIMIT ?1)"
 );
 
 /// How hard SQLite works to make each commit durable (`PRAGMA synchronous`).
@@ -219,17 +267,20 @@ impl SqliteStore {
         }
         // Check again under the write lock: another process may have created it meanwhile.
         let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
-        if self.check_version(&tx)? == 0 {
-            tx.execute_batch(SCHEMA).map_err(backend)?;
+        match self.check_version(&tx)? {
+            0 => tx.execute_batch(SCHEMA).map_err(backend)?,
+            1 => tx.execute_batch(MIGRATE_1_TO_2).map_err(backend)?,
+            _ => {}
         }
         tx.commit().map_err(backend)
     }
 
-    /// The file's schema version: 0 (new) or [`SCHEMA_VERSION`]; any other is an error.
+    /// The file's schema version: 0 (new), an older one to migrate, or [`SCHEMA_VERSION`];
+    /// a newer one is an error.
     fn check_version(&self, conn: &Connection) -> Result<i64, StoreError> {
         let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(backend)?;
         match version {
-            0 | SCHEMA_VERSION => Ok(version),
+            0..=SCHEMA_VERSION => Ok(version),
             v if v > SCHEMA_VERSION => Err(self.open_error(format!(
                 "its schema version {v} was written by a newer idem (this one reads version \
                  {SCHEMA_VERSION}); upgrade idem, or use another file"
@@ -318,7 +369,8 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             let state: String = row.get(1)?;
             let result: Option<String> = row.get(3)?;
             let lease: (Option<i64>, Option<bool>) = (row.get(6)?, row.get(7)?);
-            Ok((token, state, row.get(2)?, result, row.get(4)?, row.get(5)?, lease))
+            let retain_until_ms: Option<i64> = row.get(8)?;
+            Ok((token, state, row.get(2)?, result, (row.get(4)?, row.get(5)?, retain_until_ms), lease))
         })
         .optional()
         .map_err(|e| match e {
@@ -327,7 +379,7 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             | rusqlite::Error::IntegralValueOutOfRange(..) => corrupt(e.to_string()),
             e => backend(e),
         })?;
-    let Some((token, state, request, result, created_at_ms, updated_at_ms, lease)) = row else {
+    let Some((token, state, request, result, (created_at_ms, updated_at_ms, retain_until_ms), lease)) = row else {
         return Ok(None);
     };
     let state = match (state.as_str(), result, lease) {
@@ -343,7 +395,7 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
         (other, ..) => return Err(corrupt(format!("unknown state {other:?}"))),
     };
     let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
-    Ok(Some(Record { request, token, created_at_ms, updated_at_ms, state }))
+    Ok(Some(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state }))
 }
 
 impl Store for SqliteStore {
@@ -378,14 +430,53 @@ impl Store for SqliteStore {
         })
     }
 
-    fn complete(&self, id: RecordId<'_>, token: Token, completion: Completion<'_>) -> Result<(), StoreError> {
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        let expired = i64::try_from(expired.0).map_err(|_| StoreError::Fenced)?;
+        self.with_conn(|conn| {
+            let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
+            let found: Option<(String, i64)> = tx
+                .prepare_cached(TAKE_OVER_FIND)
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![expired, id.namespace, id.key], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()
+                })
+                .map_err(backend)?;
+            let Some((request, created_at_ms)) = found else {
+                return Err(StoreError::Fenced);
+            };
+            tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([expired])).map_err(backend)?;
+            let token: i64 = tx
+                .prepare_cached(TAKE_OVER_INSERT)
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![id.namespace, id.key, request, created_at_ms, duration_ms(lease)], |row| {
+                        row.get(0)
+                    })
+                })
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            u64::try_from(token).map(Token).map_err(|e| StoreError::Backend(e.into()))
+        })
+    }
+
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
         // A token beyond i64 was never handed out, so it holds nothing.
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
         let (state, result) = match completion {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        self.execute_fenced(COMPLETE, params![state, result, token, id.namespace, id.key])
+        self.execute_fenced(COMPLETE, params![state, result, token, id.namespace, id.key, duration_ms(retain)])
+    }
+
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
+        self.execute_fenced(ABANDON, params![token, id.namespace, id.key])
     }
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
@@ -397,11 +488,11 @@ impl Store for SqliteStore {
         self.with_conn(|conn| read_record(conn, id))
     }
 
-    fn purge(&self, older_than: Duration, limit: usize) -> Result<usize, StoreError> {
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(|conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
-            stmt.execute(params![duration_ms(older_than), limit]).map_err(backend)
+            stmt.execute(params![limit]).map_err(backend)
         })
     }
 }

@@ -42,11 +42,13 @@ fn first_open_creates_directories_file_and_schema() {
     let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
     let tables: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master WHERE name IN ('idem_records', 'idem_records_purge')", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('idem_records', 'idem_records_retention')",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert_eq!(tables, 2, "the table and its purge index must exist");
+    assert_eq!(tables, 2, "the table and its retention index must exist");
 }
 
 #[test]
@@ -57,7 +59,7 @@ fn reopening_keeps_records() {
     let Reservation::Acquired { token } = reserve(&store, "kept") else {
         panic!("a new key must be acquired");
     };
-    store.complete(id("kept"), token, Completion::Success("[]")).unwrap();
+    store.complete(id("kept"), token, Completion::Success("[]"), Duration::from_secs(60)).unwrap();
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
     let Reservation::Existing(record) = reserve(&store, "kept") else {
@@ -115,7 +117,7 @@ fn synchronous_normal_works() {
     let Reservation::Acquired { token } = reserve(&store, "normal") else {
         panic!("a new key must be acquired");
     };
-    store.complete(id("normal"), token, Completion::Success("1")).unwrap();
+    store.complete(id("normal"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
     let record = store.read(id("normal")).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: "1".into() });
 }
@@ -146,4 +148,33 @@ fn unreadable_rows_are_corrupt_and_name_the_key() {
 fn is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SqliteStore>();
+}
+
+/// A file written by the first schema (before per-record retention) opens, keeps its
+/// records, and gives settled ones the default retention.
+#[test]
+fn a_version_1_file_is_migrated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    raw(&path)
+        .execute_batch(
+            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
+                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
+                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
+                 UNIQUE (namespace, key));
+             CREATE INDEX idem_records_purge ON idem_records (state, updated_at_ms);
+             INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL);
+             INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let old = store.read(id("old")).unwrap().unwrap();
+    assert_eq!(old.state, RecordState::Completed { result: "\"kept\"".into() });
+    assert_eq!(old.retain_until_ms, Some(2000 + crate::DEFAULT_RETAIN.as_millis() as i64));
+    let running = store.read(id("running")).unwrap().unwrap();
+    assert_eq!(running.retain_until_ms, None);
+    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
 }

@@ -1,0 +1,112 @@
+//! Decisions on what a store said, as plain functions: what a reservation attempt means
+//! for a call, and the errors the caller is told.
+
+use crate::compare::differences;
+use crate::error::{Error, ErrorCode};
+use crate::key::Key;
+use crate::observe::Outcome;
+use crate::store::{RecordState, Reservation, StoreError, Token};
+
+use super::Tool;
+
+/// What to do after a reservation attempt.
+pub(crate) enum Step {
+    /// The key is ours: run the body.
+    Run(Token),
+    /// An abandoned reservation, to take over and reconcile.
+    Reconcile { expired: Token, since_ms: i64 },
+    /// Answer without running anything.
+    Answer(Outcome, Answer),
+}
+
+/// An answer that is not a fresh run.
+pub(crate) enum Answer {
+    Error(Error),
+    /// A stored result, as JSON.
+    Replay(String),
+    /// A kept error (`on_error = keep`), as JSON.
+    KeptError(String),
+}
+
+/// What a reservation attempt means for this call. CONFLICT is judged first, on every
+/// path that finds a record: a repeat with other compared fields is told so even while
+/// the first call runs, and even when it was abandoned.
+pub(crate) fn decide(
+    tool: &Tool,
+    key: &Key,
+    request: &str,
+    reserved: Result<Reservation, StoreError>,
+    can_reconcile: bool,
+) -> Step {
+    let record = match reserved {
+        Ok(Reservation::Acquired { token }) => return Step::Run(token),
+        Ok(Reservation::Existing(record)) => record,
+        Err(error) => return Step::Answer(Outcome::StoreUnavailable, Answer::Error(store_unavailable(tool, &error))),
+    };
+    let differing = differences(&record.request, request);
+    if !differing.is_empty() {
+        let list: Vec<String> =
+            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored, d.requested)).collect();
+        let error = Error::new(
+            ErrorCode::Conflict,
+            format!("{}: {key} was already requested with other values: {}", tool.name, list.join("; ")),
+        )
+        .with_suggestion(format!(
+            "ask the user before changing or adding anything; call {} to see the first request's result",
+            tool.status_fn
+        ))
+        .with_differences(differing);
+        return Step::Answer(Outcome::Conflict, Answer::Error(error));
+    }
+    match record.state {
+        RecordState::Completed { result } => Step::Answer(Outcome::Replayed, Answer::Replay(result)),
+        RecordState::Failed { error } => Step::Answer(Outcome::Replayed, Answer::KeptError(error)),
+        RecordState::InProgress { lease_expired: false, .. } => {
+            Step::Answer(Outcome::InProgress, Answer::Error(in_progress(tool, key)))
+        }
+        RecordState::InProgress { lease_expired: true, .. } if can_reconcile => {
+            Step::Reconcile { expired: record.token, since_ms: record.created_at_ms }
+        }
+        RecordState::InProgress { lease_expired: true, .. } => {
+            Step::Answer(Outcome::Unknown, Answer::Error(unknown(tool, key)))
+        }
+    }
+}
+
+pub(crate) fn in_progress(tool: &Tool, key: &Key) -> Error {
+    Error::new(ErrorCode::InProgress, format!("{}: {key} is still in progress", tool.name))
+        .with_suggestion(format!("do not call {} again; call {} in a few seconds", tool.name, tool.status_fn))
+}
+
+pub(crate) fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
+    Error::new(
+        ErrorCode::StoreUnavailable,
+        format!("{}: the idempotency store failed ({error}); the action was not run", tool.name),
+    )
+    .with_suggestion("retry in a moment")
+}
+
+pub(crate) fn unknown(tool: &Tool, key: &Key) -> Error {
+    Error::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "{}: an earlier call for {key} stopped before it finished (crash, panic or cancellation); it may or may not have happened",
+            tool.name
+        ),
+    )
+    .with_suggestion(format!(
+        "do not call {} again blindly; check with the provider or a person, or call {}",
+        tool.name, tool.status_fn
+    ))
+}
+
+pub(crate) fn unreadable(tool: &Tool, key: &Key, what: &str, error: &serde_json::Error) -> Error {
+    Error::new(
+        ErrorCode::RecordUnreadable,
+        format!(
+            "{}: the stored {what} for {key} does not read as this tool's type ({error}); the action was not run again",
+            tool.name
+        ),
+    )
+    .with_suggestion(format!("a person must inspect the record for {key}"))
+}

@@ -1,0 +1,136 @@
+//! One call of an idempotent tool: reserve the key, run the body once, store its result,
+//! and answer every repeat from the store.
+//!
+//! [`drive`](drive::drive) makes every decision once; the entry points here only differ in
+//! how they reach the store and whether the caller waits.
+
+mod decide;
+mod drive;
+mod hooks;
+mod timeout;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::compare::{ComparedValue, request_json};
+use crate::error::Error;
+use crate::key::{Key, KeyPart, Segment, build_key};
+use crate::metrics::Counters;
+use crate::observe::record;
+use crate::output::ToolOutput;
+use crate::scope::Scope;
+use crate::store::{AsyncStore, Store};
+
+pub(crate) use decide::store_unavailable;
+use drive::{Blocking, drive, ready_now};
+pub use hooks::{
+    Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,
+};
+pub use timeout::run_async_timeout;
+
+/// What the macro knows about one tool at compile time.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Tool {
+    /// The function's name.
+    pub name: &'static str,
+    /// The record namespace: `crate::fn_name` unless the attribute sets one.
+    pub namespace: &'static str,
+    /// The parsed key template.
+    pub template: &'static [Segment],
+    /// The compared fields, as written, sorted.
+    pub compare: &'static [&'static str],
+    /// The generated status function's name, named in suggestions.
+    pub status_fn: &'static str,
+    /// How long a reservation holds before an unfinished call counts as abandoned.
+    pub lease: Duration,
+    /// How long a settled record is kept before [`Store::purge`] may remove it.
+    pub retain: Duration,
+    /// How often calls ended in each outcome.
+    pub counters: Counters,
+}
+
+/// The default lease: long enough for slow providers, short enough that a crashed call
+/// is reported as OUTCOME_UNKNOWN within minutes rather than blocking its key for good.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+
+/// The default retention of settled records: a week, longer than model retries (seconds),
+/// webhook redelivery (hours) and most dead-letter redelivery (days). A retry that comes
+/// after its record was purged runs the action again, so keep records at least as long as
+/// any layer may retry.
+pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A call's key and compared fields, computed before the body runs so that a body which
+/// changes its inputs cannot change what is recorded.
+#[doc(hidden)]
+pub struct Call {
+    tool: &'static Tool,
+    key: Result<Key, Error>,
+    request: Result<String, Error>,
+    started: Instant,
+}
+
+impl Call {
+    /// Gathers a call's key fields (in template order) and compared fields (in
+    /// `tool.compare` order).
+    pub fn new<const N: usize>(tool: &'static Tool, key_parts: &[&dyn KeyPart], compared: [ComparedValue; N]) -> Call {
+        let started = Instant::now();
+        Call {
+            tool,
+            key: build_key(tool.name, tool.template, key_parts),
+            request: request_json(tool.name, tool.compare, compared),
+            started,
+        }
+    }
+}
+
+/// Runs a sync tool's body at most once per key.
+pub fn run_sync<S, O, F, H, P>(call: Call, store: &S, body: F, hook: H, policy: P) -> O
+where
+    S: Store + ?Sized,
+    O: ToolOutput,
+    F: FnOnce() -> O,
+    H: Reconcile<O::Value>,
+    P: ErrorPolicy<O>,
+{
+    let (tool, started) = (call.tool, call.started);
+    let ran = ready_now(drive(call, &Blocking(store), async move { body() }, &hook, &policy));
+    record(tool, ran.key.as_ref(), ran.outcome, started.elapsed());
+    ran.output
+}
+
+/// Runs an async tool's body at most once per key.
+pub async fn run_async<S, O, B, H, P>(call: Call, store: &S, body: B, hook: H, policy: P) -> O
+where
+    S: AsyncStore + ?Sized,
+    O: ToolOutput,
+    B: Future<Output = O>,
+    H: Reconcile<O::Value>,
+    P: ErrorPolicy<O>,
+{
+    let (tool, started) = (call.tool, call.started);
+    let ran = drive(call, store, body, &hook, &policy).await;
+    record(tool, ran.key.as_ref(), ran.outcome, started.elapsed());
+    ran.output
+}
+
+thread_local!(static CURRENT_KEY: std::cell::RefCell<Option<Key>> = const { std::cell::RefCell::new(None) });
+
+struct CurrentKey(Option<Key>);
+
+impl Scope for CurrentKey {
+    type Saved = Option<Key>;
+    fn enter(&mut self) -> Option<Key> {
+        CURRENT_KEY.with(|slot| slot.replace(self.0.take()))
+    }
+    fn exit(&mut self, saved: Option<Key>) {
+        self.0 = CURRENT_KEY.with(|slot| slot.replace(saved));
+    }
+}
+
+/// The key of the idempotent call whose body is running on this thread or task, to send
+/// to a provider that accepts idempotency keys (as Stripe does), or to derive per-step
+/// keys with [`Key::step`]. `None` outside a body.
+pub fn current_key() -> Option<Key> {
+    CURRENT_KEY.with(|slot| slot.borrow().clone())
+}
