@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use memory::MemoryStore;
-pub use sqlite::{SqliteStore, SqliteStoreBuilder, Synchronous};
+pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateFilter, Synchronous};
 
 /// Which record: the tool's namespace and the derived key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -499,5 +499,8 @@ impl Store for SqliteStore {
 
 crate::store::async_store_from_sync!(SqliteStore);
 
+mod admin;
 #[cfg(test)]
 mod tests;
+
+pub use admin::{ListedRecord, StateFilter};

@@ -1,0 +1,153 @@
+//! The command line, parsed by hand: four subcommands and a few flags do not need a
+//! parser library.
+
+use std::path::PathBuf;
+
+use idem_runtime::store::{RecordId, StateFilter, StoreError};
+use idem_runtime::{DEFAULT_RETAIN, SqliteStore, Store};
+
+use crate::render;
+
+pub const USAGE: &str = "usage:
+  idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--limit N]
+  idem [--db PATH] show NAMESPACE KEY
+  idem [--db PATH] purge [--limit N]
+  idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
+
+The store is --db, else $IDEM_DB, else idem.db.";
+
+pub struct Command {
+    pub db: PathBuf,
+    pub action: Action,
+}
+
+pub enum Action {
+    List { filter: StateFilter, namespace: Option<String>, limit: usize },
+    Show { namespace: String, key: String },
+    Purge { limit: usize },
+    Resolve { namespace: String, key: String, done: Option<String>, yes: bool },
+}
+
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let mut args = args.iter().map(String::as_str).peekable();
+    let mut db = std::env::var_os(idem_runtime::DEFAULT_STORE_ENV).map(PathBuf::from);
+    if args.peek() == Some(&"--db") {
+        args.next();
+        db = Some(args.next().ok_or("--db needs a path")?.into());
+    }
+    let db = db.unwrap_or_else(|| PathBuf::from(idem_runtime::DEFAULT_STORE_FILE));
+    let subcommand = args.next().ok_or("missing a command")?;
+    let mut positional = Vec::new();
+    let mut flags: Vec<(&str, Option<&str>)> = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg {
+            "--yes" | "--release" => flags.push((arg, None)),
+            "--state" | "--namespace" | "--limit" | "--done" => {
+                flags.push((arg, Some(args.next().ok_or_else(|| format!("{arg} needs a value"))?)));
+            }
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            value => positional.push(value.to_owned()),
+        }
+    }
+    let flag = |name: &str| flags.iter().find(|(f, _)| *f == name).map(|(_, v)| *v);
+    let limit = match flag("--limit") {
+        Some(Some(text)) => text.parse().map_err(|_| format!("--limit takes a whole number, not {text:?}"))?,
+        _ => 100,
+    };
+    let action = match (subcommand, positional.as_slice()) {
+        ("list", []) => {
+            let filter = match flag("--state").flatten() {
+                None => StateFilter::All,
+                Some("in_progress") => StateFilter::InProgress,
+                Some("abandoned") => StateFilter::Abandoned,
+                Some("completed") => StateFilter::Completed,
+                Some("failed") => StateFilter::Failed,
+                Some(other) => {
+                    return Err(format!("unknown --state {other}: in_progress, abandoned, completed or failed"));
+                }
+            };
+            Action::List { filter, namespace: flag("--namespace").flatten().map(str::to_owned), limit }
+        }
+        ("show", [namespace, key]) => Action::Show { namespace: namespace.clone(), key: key.clone() },
+        ("purge", []) => Action::Purge { limit },
+        ("resolve", [namespace, key]) => {
+            let done = flag("--done").flatten().map(str::to_owned);
+            if done.is_some() == flag("--release").is_some() {
+                return Err("resolve takes exactly one of --done JSON and --release".into());
+            }
+            if let Some(json) = &done {
+                serde_json::from_str::<serde_json::Value>(json)
+                    .map_err(|e| format!("--done takes the provider's result as JSON: {e}"))?;
+            }
+            Action::Resolve { namespace: namespace.clone(), key: key.clone(), done, yes: flag("--yes").is_some() }
+        }
+        ("list" | "show" | "purge" | "resolve", _) => return Err(format!("wrong arguments for {subcommand}")),
+        (other, _) => return Err(format!("unknown command {other}")),
+    };
+    Ok(Command { db, action })
+}
+
+impl Action {
+    pub fn run(self, store: &SqliteStore, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
+        match self {
+            Action::List { filter, namespace, limit } => {
+                let listed = store.list(filter, namespace.as_deref(), limit).map_err(|e| e.to_string())?;
+                for entry in &listed {
+                    println!("{}", render::line(entry));
+                }
+                eprintln!("{} record(s)", listed.len());
+                Ok(())
+            }
+            Action::Show { namespace, key } => {
+                let id = RecordId { namespace: &namespace, key: &key };
+                match store.read(id).map_err(|e| e.to_string())? {
+                    Some(record) => {
+                        println!("{}", render::detail(&namespace, &key, &record));
+                        Ok(())
+                    }
+                    None => Err(format!("no record for {namespace} {key}")),
+                }
+            }
+            Action::Purge { limit } => {
+                let purged = store.purge(limit).map_err(|e| e.to_string())?;
+                println!("purged {purged} record(s) past their retention");
+                Ok(())
+            }
+            Action::Resolve { namespace, key, done, yes } => resolve(store, &namespace, &key, done, yes, confirm),
+        }
+    }
+}
+
+fn resolve(
+    store: &SqliteStore,
+    namespace: &str,
+    key: &str,
+    done: Option<String>,
+    yes: bool,
+    confirm: &mut dyn FnMut(&str) -> bool,
+) -> Result<(), String> {
+    let id = RecordId { namespace, key };
+    let record =
+        store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
+    println!("{}", render::detail(namespace, key, &record));
+    let question = match &done {
+        Some(json) => format!("Record {key} as done with result {json}? Retries will get this result."),
+        None => format!("Release {key}? The next call will run the action again."),
+    };
+    if !yes && !confirm(&question) {
+        return Err("nothing changed".into());
+    }
+    let result = match &done {
+        // The tool's own retention is not stored with an unsettled record: keep the default.
+        Some(json) => store.resolve_done(id, json, DEFAULT_RETAIN),
+        None => store.resolve_release(id),
+    };
+    match result {
+        Ok(()) => {
+            println!("{}", if done.is_some() { "recorded as done" } else { "released" });
+            Ok(())
+        }
+        Err(StoreError::Fenced) => Err(format!("{key} is no longer in progress; nothing changed")),
+        Err(error) => Err(error.to_string()),
+    }
+}

@@ -1,0 +1,52 @@
+//! `idem`: an operator's view of an idem SQLite store.
+//!
+//! ```text
+//! idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--limit N]
+//! idem [--db PATH] show NAMESPACE KEY
+//! idem [--db PATH] purge [--limit N]
+//! idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
+//! ```
+//!
+//! The store is `--db`, else `IDEM_DB`, else `idem.db`, as for tools. `resolve` settles a
+//! key left in progress by a crash, after you checked with the provider what happened:
+//! `--done` records the provider's result, `--release` lets the next call run the action.
+//! It asks for confirmation unless `--yes` is given.
+
+mod command;
+mod render;
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use command::Command;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match command::parse(&args) {
+        Ok(command) => command,
+        Err(message) => {
+            eprintln!("idem: {message}\n\n{}", command::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let stdin = std::io::stdin();
+    let mut confirm = |question: &str| {
+        print!("{question} [y/N] ");
+        let _ = std::io::stdout().flush();
+        let mut answer = String::new();
+        stdin.lock().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+    };
+    match run(command, &mut confirm) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("idem: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
+    let Command { db, action } = command;
+    let store = idem_runtime::SqliteStore::open(&db).map_err(|e| e.to_string())?;
+    action.run(&store, confirm)
+}

@@ -1,0 +1,124 @@
+//! The `idem` command against a real store file: what an operator sees and changes.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Token};
+use idem_runtime::{SqliteStore, Store};
+
+fn idem(db: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+fn reserve(store: &SqliteStore, key: &str, lease: Duration) -> Token {
+    let id = RecordId { namespace: "shop::pay", key };
+    match store.reserve(Reserve { id, request: r#"{"amount":10}"#, lease }).unwrap() {
+        Reservation::Acquired { token } => token,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A store with one completed key, one live reservation and one abandoned (zero lease).
+fn store_with_records() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idem.db");
+    let store = SqliteStore::open(&db).unwrap();
+    let done = reserve(&store, "pay:1", Duration::from_secs(600));
+    let id = RecordId { namespace: "shop::pay", key: "pay:1" };
+    store.complete(id, done, Completion::Success("\"paid\""), Duration::from_secs(600)).unwrap();
+    reserve(&store, "pay:2", Duration::from_secs(600));
+    reserve(&store, "pay:3", Duration::ZERO);
+    (dir, db, store)
+}
+
+#[test]
+fn list_filters_by_state() {
+    let (_dir, db, _store) = store_with_records();
+    let all = idem(&db, &["list"], "");
+    assert!(all.status.success(), "{}", text(&all));
+    assert!(text(&all).contains("3 record(s)"), "{}", text(&all));
+    let abandoned = text(&idem(&db, &["list", "--state", "abandoned"], ""));
+    assert!(abandoned.contains("pay:3") && !abandoned.contains("pay:2"), "{abandoned}");
+    let completed = text(&idem(&db, &["list", "--state", "completed"], ""));
+    assert!(completed.contains("pay:1") && completed.contains("1 record(s)"), "{completed}");
+}
+
+#[test]
+fn show_prints_the_record() {
+    let (_dir, db, _store) = store_with_records();
+    let shown = text(&idem(&db, &["show", "shop::pay", "pay:1"], ""));
+    assert!(shown.contains("state:     completed") && shown.contains("result:    \"paid\""), "{shown}");
+    let missing = idem(&db, &["show", "shop::pay", "nope"], "");
+    assert!(!missing.status.success());
+    assert!(text(&missing).contains("no record for shop::pay nope"));
+}
+
+#[test]
+fn resolve_done_asks_first_and_records_the_result() {
+    let (_dir, db, store) = store_with_records();
+    let id = RecordId { namespace: "shop::pay", key: "pay:3" };
+    let declined = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", r#"{"id":"ch_1"}"#], "n\n");
+    assert!(!declined.status.success());
+    assert!(text(&declined).contains("nothing changed"));
+    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }));
+
+    let accepted = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", r#"{"id":"ch_1"}"#], "y\n");
+    assert!(accepted.status.success(), "{}", text(&accepted));
+    assert_eq!(store.read(id).unwrap().unwrap().state, RecordState::Completed { result: r#"{"id":"ch_1"}"#.into() });
+}
+
+#[test]
+fn resolve_release_with_yes_frees_the_key() {
+    let (_dir, db, store) = store_with_records();
+    let released = idem(&db, &["resolve", "shop::pay", "pay:2", "--release", "--yes"], "");
+    assert!(released.status.success(), "{}", text(&released));
+    assert_eq!(store.read(RecordId { namespace: "shop::pay", key: "pay:2" }).unwrap(), None);
+    let settled = idem(&db, &["resolve", "shop::pay", "pay:1", "--release", "--yes"], "");
+    assert!(!settled.status.success(), "a completed key is not stuck");
+    assert!(text(&settled).contains("no longer in progress"), "{}", text(&settled));
+}
+
+#[test]
+fn bad_input_is_refused_with_usage_and_changes_nothing() {
+    let (_dir, db, store) = store_with_records();
+    for args in [
+        &["resolve", "shop::pay", "pay:3", "--done", "not json"][..],
+        &["resolve", "shop::pay", "pay:3"],
+        &["list", "--state", "stuck"],
+        &["frobnicate"],
+    ] {
+        let output = idem(&db, args, "y\n");
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        assert!(text(&output).contains("usage:"), "{args:?}");
+    }
+    assert!(store.read(RecordId { namespace: "shop::pay", key: "pay:3" }).unwrap().is_some());
+}
+
+#[test]
+fn purge_removes_records_past_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idem.db");
+    let store = SqliteStore::open(&db).unwrap();
+    let token = reserve(&store, "old", Duration::from_secs(600));
+    let id = RecordId { namespace: "shop::pay", key: "old" };
+    store.complete(id, token, Completion::Success("1"), Duration::ZERO).unwrap();
+    let purged = text(&idem(&db, &["purge"], ""));
+    assert!(purged.contains("purged 1 record(s)"), "{purged}");
+    assert_eq!(store.read(id).unwrap(), None);
+}

@@ -1,0 +1,113 @@
+//! Operator access to an SQLite store: list records, and settle a stuck key by hand after
+//! checking with the provider. Tools never call these; the `idem` command does.
+
+use std::time::Duration;
+
+use rusqlite::params;
+
+use super::{SqliteStore, backend, duration_ms, read_record};
+use crate::store::{Record, RecordId, RecordState, StoreError};
+
+/// Which records [`SqliteStore::list`] returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StateFilter {
+    /// Every record.
+    #[default]
+    All,
+    /// Reserved and not settled, lease live or not.
+    InProgress,
+    /// Reserved, not settled, and its lease has ended: the outcome is unknown.
+    Abandoned,
+    /// Completed with a result.
+    Completed,
+    /// Settled with a kept error.
+    Failed,
+}
+
+/// A record with the key it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedRecord {
+    /// The tool's namespace.
+    pub namespace: String,
+    /// The derived key.
+    pub key: String,
+    /// The record.
+    pub record: Record,
+}
+
+const SET_DONE: &str = concat!(
+    "UPDATE idem_records SET state = 'completed', result = ?1, lease_until_ms = NULL, updated_at_ms = ",
+    now_ms!(),
+    ", retain_until_ms = ",
+    now_ms!(),
+    " + ?2 WHERE namespace = ?3 AND key = ?4 AND state = 'in_progress'"
+);
+
+const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
+
+impl SqliteStore {
+    /// Up to `limit` records matching `filter` (and `namespace`, when given), oldest first.
+    pub fn list(
+        &self,
+        filter: StateFilter,
+        namespace: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListedRecord>, StoreError> {
+        let state = match filter {
+            StateFilter::All => None,
+            StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
+            StateFilter::Completed => Some("completed"),
+            StateFilter::Failed => Some("failed"),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
+                     AND (?2 IS NULL OR namespace = ?2) ORDER BY created_at_ms, token",
+                )
+                .map_err(backend)?;
+            let ids = stmt
+                .query_map(params![state, namespace], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+                .map_err(backend)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(backend)?;
+            let mut listed = Vec::new();
+            for (namespace, key) in ids {
+                if listed.len() as i64 >= limit {
+                    break;
+                }
+                let Some(record) = read_record(conn, RecordId { namespace: &namespace, key: &key })? else {
+                    continue; // settled and purged since the listing
+                };
+                let abandoned = matches!(record.state, RecordState::InProgress { lease_expired: true, .. });
+                if filter != StateFilter::Abandoned || abandoned {
+                    listed.push(ListedRecord { namespace, key, record });
+                }
+            }
+            Ok(listed)
+        })
+    }
+
+    /// Marks an in-progress key done by hand with `result` (JSON), kept for `retain`: for
+    /// an operator who checked with the provider that the action happened. Whoever still
+    /// holds the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
+    pub fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
+        let changed = self.with_conn(|conn| {
+            let mut stmt = conn.prepare_cached(SET_DONE).map_err(backend)?;
+            stmt.execute(params![result, duration_ms(retain), id.namespace, id.key]).map_err(backend)
+        })?;
+        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+
+    /// Releases an in-progress key by hand, so that the next call runs the action: for an
+    /// operator who checked with the provider that it did not happen. Whoever still holds
+    /// the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
+    pub fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        let changed = self.with_conn(|conn| {
+            let mut stmt = conn.prepare_cached(RELEASE_ANY).map_err(backend)?;
+            stmt.execute(params![id.namespace, id.key]).map_err(backend)
+        })?;
+        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+}
