@@ -3,16 +3,13 @@
 //! futures are always ready (see [`Blocking`]), so every branch is written once.
 
 use std::future::Future;
-use std::time::Duration;
 
 use crate::error::Error;
 use crate::key::Key;
 use crate::observe::Outcome;
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{
-    AsyncStore, BoxFuture, Completion, Record, RecordId, Reservation, Reserve, Store, StoreError, Token,
-};
+use crate::store::{AsyncStore, Completion, RecordId, Reserve, Store, StoreError, Token};
 
 use super::decide::{Answer, Step, decide, store_unavailable, unknown, unreadable};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
@@ -262,40 +259,7 @@ impl Drop for Abandon<'_> {
 /// A sync store seen as an async one whose futures are ready at once, for the driver.
 pub(crate) struct Blocking<'s, S: ?Sized>(pub(crate) &'s S);
 
-impl<S: Store + ?Sized> AsyncStore for Blocking<'_, S> {
-    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(std::future::ready(self.0.reserve(request)))
-    }
-    fn take_over<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        expired: Token,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Token, StoreError>> {
-        Box::pin(std::future::ready(self.0.take_over(id, expired, lease)))
-    }
-    fn complete<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-        completion: Completion<'a>,
-        retain: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(self.0.complete(id, token, completion, retain)))
-    }
-    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(self.0.release(id, token)))
-    }
-    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(self.0.abandon(id, token)))
-    }
-    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-        Box::pin(std::future::ready(self.0.read(id)))
-    }
-    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(std::future::ready(self.0.purge(limit)))
-    }
-}
+crate::store::async_store_from_sync!(impl['s, S: Store + ?Sized] Blocking<'s, S>, |this| this.0);
 
 /// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end.
 pub(crate) fn ready_now<F: Future>(future: F) -> F::Output {

@@ -230,16 +230,21 @@ pub trait AsyncStore: Send + Sync {
     fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
 }
 
-/// Implements [`AsyncStore`] for a type whose [`Store`] operations are quick enough to run
-/// on the calling task (the memory store; SQLite on a local disk).
+/// Implements [`AsyncStore`] through [`Store`] with futures that are ready at once: for
+/// stores quick enough to answer on the calling task (the memory store; SQLite on a local
+/// disk), and for sync tools' calls. `$sync` names the sync store, given `$this: &Self`.
 macro_rules! async_store_from_sync {
     ($ty:ty) => {
-        impl $crate::store::AsyncStore for $ty {
+        $crate::store::async_store_from_sync!(impl[] $ty, |this| this);
+    };
+    (impl[$($generics:tt)*] $ty:ty, |$this:ident| $sync:expr) => {
+        impl<$($generics)*> $crate::store::AsyncStore for $ty {
             fn reserve<'a>(
                 &'a self,
                 request: $crate::store::Reserve<'a>,
             ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::reserve(self, request)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::reserve($sync, request)))
             }
             fn take_over<'a>(
                 &'a self,
@@ -247,7 +252,8 @@ macro_rules! async_store_from_sync {
                 expired: $crate::store::Token,
                 lease: ::std::time::Duration,
             ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Token, $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::take_over(self, id, expired, lease)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::take_over($sync, id, expired, lease)))
             }
             fn complete<'a>(
                 &'a self,
@@ -256,30 +262,35 @@ macro_rules! async_store_from_sync {
                 completion: $crate::store::Completion<'a>,
                 retain: ::std::time::Duration,
             ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::complete(self, id, token, completion, retain)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::complete($sync, id, token, completion, retain)))
             }
             fn release<'a>(
                 &'a self,
                 id: $crate::store::RecordId<'a>,
                 token: $crate::store::Token,
             ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::release(self, id, token)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::release($sync, id, token)))
             }
             fn abandon<'a>(
                 &'a self,
                 id: $crate::store::RecordId<'a>,
                 token: $crate::store::Token,
             ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::abandon(self, id, token)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::abandon($sync, id, token)))
             }
             fn read<'a>(
                 &'a self,
                 id: $crate::store::RecordId<'a>,
             ) -> $crate::store::BoxFuture<'a, Result<Option<$crate::store::Record>, $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::read(self, id)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::read($sync, id)))
             }
             fn purge(&self, limit: usize) -> $crate::store::BoxFuture<'_, Result<usize, $crate::store::StoreError>> {
-                Box::pin(::std::future::ready($crate::store::Store::purge(self, limit)))
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::purge($sync, limit)))
             }
         }
     };
