@@ -71,7 +71,22 @@
 //!   the function's name, so two tools never share keys by accident; give two tools the
 //!   same namespace to make them share keys on purpose.
 //! - `lease = "5m"`: how long a reservation holds without a completion before the call
-//!   counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default 5 minutes.
+//!   counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default 5 minutes;
+//!   make it longer than the body's slowest run.
+//! - `reconcile = expr`: asks the provider what happened to an abandoned call once its
+//!   lease ended: a function or closure taking an [`Abandoned`] and returning a
+//!   [`Reconciled`] (a future of one, for async tools). `Done(result)` completes the key
+//!   and replays the result, `NotDone` runs the body now, `Unknown` answers
+//!   OUTCOME_UNKNOWN. Only one caller reconciles a key at a time.
+//! - `on_error = keep`: the body's `Err` is the final answer, stored and replayed, for
+//!   errors that happen after the side effect. Default `release`.
+//! - `timeout = "2s"` (async tools, `tokio` feature, on by default): the caller gets
+//!   TIMEOUT in time while the body goes on as a task and completes the key. The body
+//!   must not borrow from the caller (`Send + 'static`: no `&self`, no `&T` parameters),
+//!   and the store must be `'static`.
+//! - `retain = "7d"`: how long a settled record is kept before [`Store::purge`] may remove
+//!   it. A retry after that runs the action again; keep records as long as any layer may
+//!   retry.
 //!
 //! The function keeps its exact signature. It must return a [`ToolOutput`]: a
 //! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
@@ -87,7 +102,8 @@
 //! | completed earlier, same compared fields | the stored result; a JSON object gets `"replayed": true` | |
 //! | completed earlier or running, compared fields differ | [`ErrorCode::Conflict`] naming each field | no |
 //! | first call still running | [`ErrorCode::InProgress`], suggesting `<name>_status` | no |
-//! | first call abandoned (panic, dropped future, crash) past its lease | [`ErrorCode::OutcomeUnknown`] | no |
+//! | first call abandoned (panic, dropped future, crash) past its lease | the `reconcile` hook decides; without one [`ErrorCode::OutcomeUnknown`] | no |
+//! | `timeout` passed before the body finished | [`ErrorCode::Timeout`]; the body goes on and completes the key | no |
 //! | store unreachable or failing | [`ErrorCode::StoreUnavailable`]; the body does not run | yes |
 //! | key field empty after normalization | [`ErrorCode::InvalidKey`]; the body does not run | no |
 //! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
@@ -97,7 +113,8 @@
 //! happened. Every answer that is not a result is an [`Error`] with a stable code, a
 //! message, a retryable flag and a suggestion, serialized as
 //! `{"error": {"code", "message", "retryable", "suggestion"}}`. To see in code how a call
-//! was answered, wrap it in [`observe`] (or [`observe_async`]).
+//! was answered, wrap it in [`observe`] (or [`observe_async`]); [`metrics`] counts every
+//! tool's outcomes, and each call emits a `tracing` event.
 //!
 //! # Stores
 //!
