@@ -22,6 +22,10 @@ use command::Command;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
+        println!("{}", command::USAGE);
+        return ExitCode::SUCCESS;
+    }
     let command = match command::parse(&args) {
         Ok(command) => command,
         Err(message) => {
