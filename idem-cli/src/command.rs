@@ -93,16 +93,16 @@ impl Action {
             Action::List { filter, namespace, limit } => {
                 let listed = store.list(filter, namespace.as_deref(), limit).map_err(|e| e.to_string())?;
                 for entry in &listed {
-                    println!("{}", render::line(entry));
+                    say!("{}", render::line(entry));
                 }
-                eprintln!("{} record(s)", listed.len());
+                esay!("{} record(s)", listed.len());
                 Ok(())
             }
             Action::Show { namespace, key } => {
                 let id = RecordId { namespace: &namespace, key: &key };
                 match store.read(id).map_err(|e| e.to_string())? {
                     Some(record) => {
-                        println!("{}", render::detail(&namespace, &key, &record));
+                        say!("{}", render::detail(&namespace, &key, &record));
                         Ok(())
                     }
                     None => Err(format!("no record for {namespace} {key}")),
@@ -110,7 +110,7 @@ impl Action {
             }
             Action::Purge { limit } => {
                 let purged = store.purge(limit).map_err(|e| e.to_string())?;
-                println!("purged {purged} record(s) past their retention");
+                say!("purged {purged} record(s) past their retention");
                 Ok(())
             }
             Action::Resolve { namespace, key, done, yes } => resolve(store, &namespace, &key, done, yes, confirm),
@@ -129,7 +129,7 @@ fn resolve(
     let id = RecordId { namespace, key };
     let record =
         store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
-    println!("{}", render::detail(namespace, key, &record));
+    say!("{}", render::detail(namespace, key, &record));
     let question = match &done {
         Some(json) => format!("Record {key} as done with result {json}? Retries will get this result."),
         None => format!("Release {key}? The next call will run the action again."),
@@ -144,7 +144,7 @@ fn resolve(
     };
     match result {
         Ok(()) => {
-            println!("{}", if done.is_some() { "recorded as done" } else { "released" });
+            say!("{}", if done.is_some() { "recorded as done" } else { "released" });
             Ok(())
         }
         Err(StoreError::Fenced) => Err(format!("{key} is no longer in progress; nothing changed")),

@@ -12,6 +12,15 @@
 //! `--done` records the provider's result, `--release` lets the next call run the action.
 //! It asks for confirmation unless `--yes` is given.
 
+/// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
+/// stopped listening is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod command;
 mod render;
 
@@ -23,13 +32,13 @@ use command::Command;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|arg| arg == "--help" || arg == "-h") {
-        println!("{}", command::USAGE);
+        say!("{}", command::USAGE);
         return ExitCode::SUCCESS;
     }
     let command = match command::parse(&args) {
         Ok(command) => command,
         Err(message) => {
-            eprintln!("idem: {message}\n\n{}", command::USAGE);
+            esay!("idem: {message}\n\n{}", command::USAGE);
             return ExitCode::from(2);
         }
     };
@@ -43,7 +52,7 @@ fn main() -> ExitCode {
     match run(command, &mut confirm) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("idem: {message}");
+            esay!("idem: {message}");
             ExitCode::FAILURE
         }
     }
