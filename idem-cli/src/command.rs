@@ -95,7 +95,7 @@ impl Action {
                 for entry in &listed {
                     say!("{}", render::line(entry));
                 }
-                esay!("{} record(s)", listed.len());
+                eprintln!("{} record(s)", listed.len());
                 Ok(())
             }
             Action::Show { namespace, key } => {

@@ -38,7 +38,7 @@ fn main() -> ExitCode {
     let command = match command::parse(&args) {
         Ok(command) => command,
         Err(message) => {
-            esay!("idem: {message}\n\n{}", command::USAGE);
+            eprintln!("idem: {message}\n\n{}", command::USAGE);
             return ExitCode::from(2);
         }
     };
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
     match run(command, &mut confirm) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            esay!("idem: {message}");
+            eprintln!("idem: {message}");
             ExitCode::FAILURE
         }
     }
