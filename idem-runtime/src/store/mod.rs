@@ -9,6 +9,8 @@
 //! both. Every store passes the same conformance checks.
 
 mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod sqlite;
 
 use std::future::Future;
@@ -17,7 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PgStore, PgStoreBuilder};
 pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateFilter, Synchronous};
+pub use sqlite::{Transacted, TransactionError};
 
 /// Which record: the tool's namespace and the derived key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -502,5 +502,7 @@ crate::store::async_store_from_sync!(SqliteStore);
 mod admin;
 #[cfg(test)]
 mod tests;
+pub(super) mod transaction;
 
 pub use admin::{ListedRecord, StateFilter};
+pub use transaction::{Transacted, TransactionError};

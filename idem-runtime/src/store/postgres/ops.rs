@@ -1,0 +1,212 @@
+//! The store's operations: one prepared statement each, fenced by token.
+
+use std::time::Duration;
+
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::pool::block_on;
+use super::schema::Sql;
+use super::{PgStore, backend, duration_ms};
+use crate::store::{
+    AsyncStore, BoxFuture, Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token,
+};
+
+/// How often `reserve` tries again when the record it lost to vanished before it was read.
+const RESERVE_ROUNDS: usize = 3;
+
+impl PgStore {
+    /// Runs a prepared statement that returns at most one row.
+    async fn query_opt(&self, sql: Sql, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, StoreError> {
+        let mut conn = self.conn().await?;
+        let statement = conn.statement(&self.inner.queries, sql).await?;
+        conn.client.query_opt(&statement, params).await.map_err(backend)
+    }
+
+    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`]
+    /// when it changed nothing, because the token no longer holds the record.
+    async fn execute_fenced(&self, sql: Sql, params: &[&(dyn ToSql + Sync)]) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let statement = conn.statement(&self.inner.queries, sql).await?;
+        let changed = conn.client.execute(&statement, params).await.map_err(backend)?;
+        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+
+    async fn reserve_async(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        let id = request.id;
+        let lease = duration_ms(request.lease);
+        let mut conn = self.conn().await?;
+        let reserve = conn.statement(&self.inner.queries, Sql::Reserve).await?;
+        let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &request.request, &lease];
+        if let Some(row) = conn.client.query_opt(&reserve, &params).await.map_err(backend)? {
+            let acquired: bool = row.try_get(0).map_err(|e| corrupt(id, e))?;
+            return if acquired {
+                Ok(Reservation::Acquired { token: token_of(id, row.try_get(1))? })
+            } else {
+                Ok(Reservation::Existing(decode(id, &row, 1)?))
+            };
+        }
+        // Lost to a row committed after this statement's snapshot: read it (a new statement
+        // sees it), or try again if it was released meanwhile.
+        let read = conn.statement(&self.inner.queries, Sql::Read).await?;
+        let insert = conn.statement(&self.inner.queries, Sql::Insert).await?;
+        for _ in 0..RESERVE_ROUNDS {
+            if let Some(row) = conn.client.query_opt(&read, &params[..2]).await.map_err(backend)? {
+                return Ok(Reservation::Existing(decode(id, &row, 0)?));
+            }
+            if let Some(row) = conn.client.query_opt(&insert, &params).await.map_err(backend)? {
+                return Ok(Reservation::Acquired { token: token_of(id, row.try_get(0))? });
+            }
+        }
+        Err(StoreError::Backend(
+            format!(
+                "reserving {}/{}: the existing record vanished {RESERVE_ROUNDS} times in a row",
+                id.namespace, id.key
+            )
+            .into(),
+        ))
+    }
+}
+
+fn corrupt(id: RecordId<'_>, why: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key))
+}
+
+/// A token as the database stores it; one beyond `i64` was never handed out.
+fn db_token(token: Token) -> Result<i64, StoreError> {
+    i64::try_from(token.0).map_err(|_| StoreError::Fenced)
+}
+
+fn token_of(id: RecordId<'_>, token: Result<i64, tokio_postgres::Error>) -> Result<Token, StoreError> {
+    let token = token.map_err(|e| corrupt(id, e))?;
+    u64::try_from(token).map(Token).map_err(|_| corrupt(id, format!("negative token {token}")))
+}
+
+/// Reads a record from the columns of `schema::COLUMNS`, starting at column `at`.
+pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, StoreError> {
+    let get_err = |e: tokio_postgres::Error| corrupt(id, e);
+    let token = token_of(id, row.try_get(at))?;
+    let state: String = row.try_get(at + 1).map_err(get_err)?;
+    let request: String = row.try_get(at + 2).map_err(get_err)?;
+    let result: Option<String> = row.try_get(at + 3).map_err(get_err)?;
+    let created_at_ms: i64 = row.try_get(at + 4).map_err(get_err)?;
+    let updated_at_ms: i64 = row.try_get(at + 5).map_err(get_err)?;
+    let lease: (Option<i64>, Option<bool>) =
+        (row.try_get(at + 6).map_err(get_err)?, row.try_get(at + 7).map_err(get_err)?);
+    let retain_until_ms: Option<i64> = row.try_get(at + 8).map_err(get_err)?;
+    let state = match (state.as_str(), result, lease) {
+        ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
+            RecordState::InProgress { lease_until_ms, lease_expired }
+        }
+        ("in_progress", _, _) => return Err(corrupt(id, "in progress without a lease end")),
+        ("completed", Some(result), _) => RecordState::Completed { result },
+        ("failed", Some(error), _) => RecordState::Failed { error },
+        ("completed" | "failed", None, _) => return Err(corrupt(id, "settled without a result")),
+        (other, ..) => return Err(corrupt(id, format!("unknown state {other:?}"))),
+    };
+    Ok(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state })
+}
+
+impl AsyncStore for PgStore {
+    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+        Box::pin(self.reserve_async(request))
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        expired: Token,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Token, StoreError>> {
+        Box::pin(async move {
+            let expired = db_token(expired)?;
+            let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &expired, &duration_ms(lease)];
+            match self.query_opt(Sql::TakeOver, &params).await? {
+                Some(row) => token_of(id, row.try_get(0)),
+                None => Err(StoreError::Fenced),
+            }
+        })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+        completion: Completion<'a>,
+        retain: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = db_token(token)?;
+            let (state, result) = match completion {
+                Completion::Success(result) => ("completed", result),
+                Completion::KeptError(error) => ("failed", error),
+            };
+            let params: [&(dyn ToSql + Sync); 6] =
+                [&id.namespace, &id.key, &token, &state, &result, &duration_ms(retain)];
+            self.execute_fenced(Sql::Complete, &params).await
+        })
+    }
+
+    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = db_token(token)?;
+            self.execute_fenced(Sql::Release, &[&id.namespace, &id.key, &token]).await
+        })
+    }
+
+    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = db_token(token)?;
+            self.execute_fenced(Sql::Abandon, &[&id.namespace, &id.key, &token]).await
+        })
+    }
+
+    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        Box::pin(async move {
+            let row = self.query_opt(Sql::Read, &[&id.namespace, &id.key]).await?;
+            row.map(|row| decode(id, &row, 0)).transpose()
+        })
+    }
+
+    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
+        Box::pin(async move {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut conn = self.conn().await?;
+            let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
+            let deleted = conn.client.execute(&statement, &[&limit]).await.map_err(backend)?;
+            Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+        })
+    }
+}
+
+/// The sync entry, for sync tools: each call blocks the calling thread until the server
+/// answers. It never needs the caller's async runtime, so it is safe inside one too.
+impl Store for PgStore {
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        block_on(AsyncStore::reserve(self, request))
+    }
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        block_on(AsyncStore::take_over(self, id, expired, lease))
+    }
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
+        block_on(AsyncStore::complete(self, id, token, completion, retain))
+    }
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        block_on(AsyncStore::release(self, id, token))
+    }
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        block_on(AsyncStore::abandon(self, id, token))
+    }
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        block_on(AsyncStore::read(self, id))
+    }
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        block_on(AsyncStore::purge(self, limit))
+    }
+}

@@ -1,0 +1,189 @@
+//! The schema, its versioned migrations, and every statement the store prepares.
+
+use tokio_postgres::Client;
+
+use super::backend;
+use crate::store::StoreError;
+
+/// One step of the schema's history. Applied in order, each in the same transaction as
+/// the row that records it in `idem_schema_version`; never edited once released.
+pub(super) struct Migration {
+    pub(super) version: i32,
+    pub(super) description: &'static str,
+    pub(super) sql: &'static str,
+}
+
+/// Every migration, oldest first. A new schema version is a new entry (and a new file).
+pub(super) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "records table, token sequence, retention index",
+    sql: include_str!("migrations/0001_records.sql"),
+}];
+
+/// The schema version this code reads and writes: the last migration's.
+pub(super) const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+
+/// Keys `pg_advisory_xact_lock(CLASS, hashtext(schema))`, so that processes migrating the
+/// same schema at once take turns.
+const LOCK_CLASS: i32 = 0x1de3;
+
+/// The server's clock, truncated to whole milliseconds (the unit of [`Record`] times), so
+/// that differences of stored times are exact.
+///
+/// [`Record`]: crate::store::Record
+const NOW: &str = "date_trunc('milliseconds', now())";
+
+/// The columns [`super::decode`] reads, in its order.
+const COLUMNS: &str = "token, state, request, result, \
+     round(extract(epoch FROM created_at) * 1000)::int8, \
+     round(extract(epoch FROM updated_at) * 1000)::int8, \
+     round(extract(epoch FROM lease_until) * 1000)::int8, \
+     lease_until <= now(), \
+     round(extract(epoch FROM retain_until) * 1000)::int8";
+
+/// The statements a connection prepares (once each, on first use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sql {
+    /// `$1 namespace, $2 key, $3 request, $4 lease ms`: one row, `acquired` first, then the
+    /// new token or the existing record; no row when the insert lost to a record that the
+    /// statement's snapshot cannot see yet (a concurrent winner).
+    Reserve,
+    /// `$1 namespace, $2 key, $3 request, $4 lease ms`: the new token, or no row.
+    Insert,
+    /// `$1 namespace, $2 key`: the record's columns.
+    Read,
+    /// `$1 namespace, $2 key, $3 token, $4 lease ms`: the new token, or no row.
+    TakeOver,
+    /// `$1 namespace, $2 key, $3 token, $4 state, $5 result, $6 retain ms`.
+    Complete,
+    /// `$1 namespace, $2 key, $3 token`.
+    Release,
+    /// `$1 namespace, $2 key, $3 token`.
+    Abandon,
+    /// `$1 limit`.
+    Purge,
+}
+
+impl Sql {
+    pub(super) const ALL: [Sql; 8] =
+        [Sql::Reserve, Sql::Insert, Sql::Read, Sql::TakeOver, Sql::Complete, Sql::Release, Sql::Abandon, Sql::Purge];
+}
+
+/// The statements' text for one schema.
+#[derive(Debug)]
+pub(super) struct Queries {
+    schema: String,
+    texts: Vec<String>,
+}
+
+impl Queries {
+    /// `schema` must be a plain identifier (checked by the builder).
+    pub(super) fn new(schema: &str) -> Self {
+        let table = format!("{schema}.idem_records");
+        // The NOT EXISTS only spares a sequence value (and, every 32 values, a WAL flush)
+        // when the key exists; the primary key, through ON CONFLICT, decides every race.
+        let insert = format!(
+            "INSERT INTO {table} (namespace, key, state, request, created_at, updated_at, lease_until) \
+             SELECT $1, $2, 'in_progress', $3, {NOW}, {NOW}, {NOW} + $4::int8 * interval '1 millisecond' \
+             WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE namespace = $1 AND key = $2) \
+             ON CONFLICT (namespace, key) DO NOTHING RETURNING token"
+        );
+        let fenced = "namespace = $1 AND key = $2 AND token = $3 AND state = 'in_progress'";
+        let texts = Sql::ALL.map(|sql| match sql {
+            Sql::Reserve => format!(
+                "WITH existing AS (SELECT {COLUMNS} FROM {table} WHERE namespace = $1 AND key = $2), \
+                 inserted AS (\
+                   INSERT INTO {table} (namespace, key, state, request, created_at, updated_at, lease_until) \
+                   SELECT $1, $2, 'in_progress', $3, {NOW}, {NOW}, {NOW} + $4::int8 * interval '1 millisecond' \
+                   WHERE NOT EXISTS (SELECT 1 FROM existing) \
+                   ON CONFLICT (namespace, key) DO NOTHING RETURNING token) \
+                 SELECT true, token, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::int8, NULL::int8, \
+                        NULL::bool, NULL::int8 FROM inserted \
+                 UNION ALL SELECT false, * FROM existing"
+            ),
+            Sql::Insert => insert.clone(),
+            Sql::Read => format!("SELECT {COLUMNS} FROM {table} WHERE namespace = $1 AND key = $2"),
+            Sql::TakeOver => format!(
+                "UPDATE {table} SET token = nextval('{schema}.idem_tokens'), updated_at = {NOW}, \
+                 lease_until = {NOW} + $4::int8 * interval '1 millisecond' \
+                 WHERE {fenced} AND lease_until <= now() RETURNING token"
+            ),
+            Sql::Complete => format!(
+                "UPDATE {table} SET state = $4, result = $5, updated_at = {NOW}, lease_until = NULL, \
+                 retain_until = {NOW} + $6::int8 * interval '1 millisecond' WHERE {fenced}"
+            ),
+            Sql::Release => format!("DELETE FROM {table} WHERE {fenced}"),
+            Sql::Abandon => format!("UPDATE {table} SET lease_until = {NOW}, updated_at = {NOW} WHERE {fenced}"),
+            Sql::Purge => format!(
+                "DELETE FROM {table} WHERE (namespace, key) IN (SELECT namespace, key FROM {table} \
+                 WHERE retain_until <= now() AND state <> 'in_progress' LIMIT $1 FOR UPDATE SKIP LOCKED)"
+            ),
+        });
+        Queries { schema: schema.to_owned(), texts: texts.into() }
+    }
+
+    pub(super) fn text(&self, sql: Sql) -> &str {
+        &self.texts[sql as usize]
+    }
+
+    /// Creates the schema or brings it to [`SCHEMA_VERSION`]; safe to run from many
+    /// processes at once. Fails on a schema written by a newer idem.
+    pub(super) async fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
+        let schema = &self.schema;
+        let versions = format!("{schema}.idem_schema_version");
+        if self.version(client, &versions).await? == Some(SCHEMA_VERSION) {
+            return Ok(());
+        }
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CLASS, schema]).await.map_err(backend)?;
+        let exists = tx.query_one("SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", &[schema]).await;
+        if !exists.map_err(backend)?.get::<_, bool>(0) {
+            tx.batch_execute(&format!("CREATE SCHEMA {schema}")).await.map_err(backend)?;
+        }
+        let current = match self.version(&tx, &versions).await? {
+            Some(version) => version,
+            None => {
+                tx.batch_execute(&format!(
+                    "CREATE TABLE {versions} (version integer PRIMARY KEY, description text NOT NULL, \
+                     applied_at timestamptz NOT NULL DEFAULT now())"
+                ))
+                .await
+                .map_err(backend)?;
+                0
+            }
+        };
+        tx.batch_execute(&format!("SET LOCAL search_path TO {schema}")).await.map_err(backend)?;
+        for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+            tx.batch_execute(migration.sql).await.map_err(backend)?;
+            let record = format!("INSERT INTO {versions} (version, description) VALUES ($1, $2)");
+            tx.execute(&record, &[&migration.version, &migration.description]).await.map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    /// The schema's version: `None` without a version table (a new schema), else the last
+    /// migration applied, checked against this code's.
+    async fn version(
+        &self,
+        client: &impl tokio_postgres::GenericClient,
+        versions: &str,
+    ) -> Result<Option<i32>, StoreError> {
+        let row = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&versions]).await.map_err(backend)?;
+        if !row.get::<_, bool>(0) {
+            return Ok(None);
+        }
+        let query = format!("SELECT coalesce(max(version), 0) FROM {versions}");
+        let version: i32 = client.query_one(&query, &[]).await.map_err(backend)?.get(0);
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Backend(
+                format!(
+                    "cannot use idem schema {}: its version {version} was written by a newer idem (this one \
+                     reads version {SCHEMA_VERSION}); upgrade idem, or use another schema",
+                    self.schema
+                )
+                .into(),
+            ));
+        }
+        Ok(Some(version))
+    }
+}

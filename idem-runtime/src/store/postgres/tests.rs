@@ -1,0 +1,344 @@
+//! The PostgreSQL store's checks: the shared conformance suite (through both entries) and
+//! what only this store has (schema, migrations, pool, the sync entry inside runtimes).
+//!
+//! They need a server: `IDEM_TEST_DATABASE_URL=postgres://...` (`bash .ci/pg start DIR`
+//! starts a throwaway one). Without it each test says SKIPPED, or fails under CI. Each
+//! store gets a fresh schema, dropped at the end of the test.
+
+use std::io::Write;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use super::pool::block_on;
+use super::*;
+use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store};
+use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store};
+
+/// The variable that names the test server.
+const TEST_URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
+
+/// A test's server and the schemas it made; drops them at the end.
+struct TestDb {
+    url: String,
+    schemas: std::sync::Mutex<Vec<String>>,
+}
+
+impl TestDb {
+    /// The test server, or `None` after saying loudly that the test is skipped. Under CI an
+    /// unset variable fails the test: CI always runs the PostgreSQL tests.
+    fn get(test: &str) -> Option<TestDb> {
+        match std::env::var(TEST_URL_ENV) {
+            Ok(url) if !url.is_empty() => Some(TestDb { url, schemas: Default::default() }),
+            _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
+                panic!("{test}: {TEST_URL_ENV} is not set under CI; CI must run the PostgreSQL tests (see .ci/run)")
+            }
+            _ => {
+                // Straight to stderr, past the test harness's capture: a skip is never silent.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED {test}: set {TEST_URL_ENV}=postgres://user@host:port/db to run the PostgreSQL \
+                     tests (`bash .ci/pg start DIR` starts a throwaway server and prints its URL)"
+                );
+                None
+            }
+        }
+    }
+
+    /// A new schema name, unique across processes and runs.
+    fn schema(&self) -> String {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let schema = format!("idem_test_{}_{}_{nanos}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        self.schemas.lock().unwrap().push(schema.clone());
+        schema
+    }
+
+    /// A store on a fresh, empty schema.
+    fn store(&self) -> PgStore {
+        self.builder().build().unwrap()
+    }
+
+    fn builder(&self) -> PgStoreBuilder {
+        PgStore::builder(&self.url).schema(self.schema())
+    }
+
+    /// Runs SQL on a connection of its own.
+    fn sql(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&self.url, NoTls).await?;
+            tokio::spawn(connection);
+            client.batch_execute(sql).await
+        })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let schemas = std::mem::take(&mut *self.schemas.lock().unwrap_or_else(|e| e.into_inner()));
+        if !schemas.is_empty() {
+            let drops: Vec<String> = schemas.iter().map(|s| format!("DROP SCHEMA IF EXISTS {s} CASCADE;")).collect();
+            if let Err(e) = self.sql(&drops.join("\n")) {
+                eprintln!("could not drop the test schemas {schemas:?}: {e}");
+            }
+        }
+    }
+}
+
+fn id(key: &str) -> RecordId<'_> {
+    RecordId { namespace: "pg-test", key }
+}
+
+fn reserve(store: &PgStore, key: &str) -> Result<Reservation, StoreError> {
+    Store::reserve(store, Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) })
+}
+
+#[test]
+fn passes_the_conformance_checks_through_the_sync_entry() {
+    let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_sync_entry") else { return };
+    check_store(|| db.store());
+}
+
+#[test]
+fn passes_the_conformance_checks_through_the_async_entry() {
+    let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_async_entry") else { return };
+    check_async_store(|| db.store());
+}
+
+/// Two pools on one schema stand for two worker processes.
+#[test]
+fn two_pools_on_one_schema_acquire_each_id_once() {
+    let Some(db) = TestDb::get("two_pools_on_one_schema_acquire_each_id_once") else { return };
+    let schema = db.schema();
+    let pools = [0, 1].map(|_| PgStore::builder(&db.url).schema(&schema).max_connections(4).build().unwrap());
+    check_exclusive_reserve(&pools);
+}
+
+#[test]
+fn first_use_creates_the_schema_and_records_its_version() {
+    let Some(db) = TestDb::get("first_use_creates_the_schema_and_records_its_version") else { return };
+    let store = db.store();
+    assert!(matches!(reserve(&store, "first"), Ok(Reservation::Acquired { .. })));
+    let check = format!(
+        "DO $$ BEGIN
+           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '{v}' THEN
+             RAISE EXCEPTION 'wrong versions';
+           END IF;
+           IF to_regclass('{s}.idem_records_retention') IS NULL OR to_regclass('{s}.idem_tokens') IS NULL THEN
+             RAISE EXCEPTION 'missing index or sequence';
+           END IF;
+         END $$;",
+        s = store.schema(),
+        v = schema::SCHEMA_VERSION,
+    );
+    db.sql(&check).unwrap();
+}
+
+#[test]
+fn a_schema_from_a_newer_idem_is_refused() {
+    let Some(db) = TestDb::get("a_schema_from_a_newer_idem_is_refused") else { return };
+    let store = db.store();
+    store.migrate_blocking().unwrap();
+    db.sql(&format!("INSERT INTO {}.idem_schema_version VALUES (99, 'from the future')", store.schema())).unwrap();
+    let later = PgStore::builder(&db.url).schema(store.schema()).build().unwrap();
+    let error = reserve(&later, "k").unwrap_err().to_string();
+    assert!(error.contains("newer idem") && error.contains("99"), "unexpected error: {error}");
+}
+
+#[test]
+fn concurrent_first_uses_create_the_schema_once() {
+    let Some(db) = TestDb::get("concurrent_first_uses_create_the_schema_once") else { return };
+    let schema = db.schema();
+    let barrier = Barrier::new(6);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                let store = PgStore::builder(&db.url).schema(&schema).max_connections(1).build().unwrap();
+                barrier.wait();
+                reserve(&store, "after-first-use").unwrap();
+            });
+        }
+    });
+}
+
+#[test]
+fn unreadable_rows_are_corrupt_and_name_the_key() {
+    let Some(db) = TestDb::get("unreadable_rows_are_corrupt_and_name_the_key") else { return };
+    let store = db.store();
+    store.migrate_blocking().unwrap();
+    let s = store.schema();
+    db.sql(&format!(
+        "ALTER TABLE {s}.idem_records DROP CONSTRAINT idem_records_state, DROP CONSTRAINT idem_records_settled;
+         INSERT INTO {s}.idem_records (namespace, key, state, request, created_at, updated_at)
+         VALUES ('pg-test', 'odd-state', 'paused', '{{}}', now(), now()),
+                ('pg-test', 'no-result', 'completed', '{{}}', now(), now()),
+                ('pg-test', 'no-lease', 'in_progress', '{{}}', now(), now());"
+    ))
+    .unwrap();
+    for key in ["odd-state", "no-result", "no-lease"] {
+        match Store::read(&store, id(key)) {
+            Err(StoreError::Corrupt(what)) => assert!(what.contains(key), "{what}"),
+            other => panic!("{key}: expected Corrupt, got {other:?}"),
+        }
+        assert!(matches!(reserve(&store, key), Err(StoreError::Corrupt(_))), "{key}: reserve must say Corrupt");
+    }
+}
+
+/// A sync tool called from async code blocks its thread but never deadlocks, even on a
+/// current-thread runtime whose only thread it blocks.
+#[test]
+fn the_sync_entry_works_inside_tokio_runtimes() {
+    let Some(db) = TestDb::get("the_sync_entry_works_inside_tokio_runtimes") else { return };
+    let store = db.store();
+    let current = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    current.block_on(async { assert!(matches!(reserve(&store, "current"), Ok(Reservation::Acquired { .. }))) });
+    let multi = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    multi.block_on(async {
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move { reserve(&store, &format!("multi-{i}")).map(|_| ()) })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+    });
+}
+
+/// Connections live on the store's own thread, so a store outlives the runtimes that used it.
+#[test]
+fn a_store_outlives_the_runtimes_that_used_it() {
+    let Some(db) = TestDb::get("a_store_outlives_the_runtimes_that_used_it") else { return };
+    let store = db.store();
+    for round in 0..3 {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let key = format!("round-{round}");
+            let request = Reserve { id: id(&key), request: "{}", lease: Duration::from_secs(60) };
+            assert!(matches!(AsyncStore::reserve(&store, request).await, Ok(Reservation::Acquired { .. })));
+        });
+    }
+}
+
+#[test]
+fn a_full_pool_fails_after_the_checkout_timeout() {
+    let Some(db) = TestDb::get("a_full_pool_fails_after_the_checkout_timeout") else { return };
+    let store = db.builder().max_connections(1).checkout_timeout(Duration::from_millis(200)).build().unwrap();
+    store.migrate_blocking().unwrap();
+    let held = block_on(store.inner.pool.get()).unwrap();
+    let started = Instant::now();
+    let error = reserve(&store, "waits").unwrap_err().to_string();
+    assert!(error.contains("no PostgreSQL connection came free"), "unexpected error: {error}");
+    assert!(started.elapsed() >= Duration::from_millis(150), "gave up too early: {:?}", started.elapsed());
+    drop(held);
+    assert!(matches!(reserve(&store, "waits"), Ok(Reservation::Acquired { .. })));
+}
+
+/// A duplicate of an open transaction waits on its row lock, and after `lock_timeout` is
+/// told IN_PROGRESS; once the first commits, it replays.
+#[test]
+fn a_duplicate_of_an_open_transaction_waits_then_replays_or_is_in_progress() {
+    let Some(db) = TestDb::get("a_duplicate_of_an_open_transaction_waits_then_replays_or_is_in_progress") else {
+        return;
+    };
+    let store = db.builder().lock_timeout(Duration::from_millis(200)).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let Ok(Begun::Run(first)) = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await else {
+            panic!("a new key runs")
+        };
+        let started = Instant::now();
+        let error = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await.unwrap_err();
+        assert_eq!(error.code(), crate::ErrorCode::InProgress, "{error}");
+        assert!(started.elapsed() >= Duration::from_millis(150), "waited {:?}", started.elapsed());
+        first.commit(&7).await.unwrap();
+        let again = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await;
+        assert!(matches!(again, Ok(Begun::Replayed(7))), "{again:?}");
+    });
+}
+
+/// Needs no server: a refused connection is a backend error (STORE_UNAVAILABLE), never
+/// a conflict or a reservation.
+#[test]
+fn an_unreachable_server_is_a_backend_error() {
+    let store = PgStore::builder("postgres://idem@127.0.0.1:1/none").build().unwrap();
+    assert!(matches!(reserve(&store, "k"), Err(StoreError::Backend(_))));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let read = runtime.block_on(AsyncStore::read(&store, id("k")));
+    assert!(matches!(read, Err(StoreError::Backend(_))));
+}
+
+#[test]
+fn bad_options_are_refused_when_building() {
+    for schema in ["", "Idem", "1idem", "idem-x", "idem;drop", &"x".repeat(64)] {
+        let error = PgStore::builder("postgres://localhost/db").schema(schema).build().unwrap_err();
+        assert!(error.to_string().contains("schema"), "{schema:?}: {error}");
+    }
+    assert!(PgStore::builder("postgres://localhost/db").max_connections(0).build().is_err());
+    assert!(PgStore::new("postgres://localhost:notaport/db").is_err());
+    let store = PgStore::builder("postgres://u:secret@localhost/db").schema("idem_x").build().unwrap();
+    let debug = format!("{store:?}");
+    assert!(debug.contains("idem_x") && !debug.contains("secret"), "{debug}");
+}
+
+#[test]
+fn is_send_sync_and_clone() {
+    fn check<T: Send + Sync + Clone + 'static>() {}
+    check::<PgStore>();
+}
+
+/// Per-call costs on this server, for the README:
+/// `IDEM_TEST_DATABASE_URL=... cargo test --release -p idem-runtime --features postgres per_call_costs -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement, not a check"]
+fn per_call_costs() {
+    let Some(db) = TestDb::get("per_call_costs") else { return };
+    const N: usize = 2000;
+    let store = db.store();
+    store.migrate_blocking().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let keys: Vec<String> = (0..N).map(|i| format!("cost-{i}")).collect();
+    let time = |what: &str, f: &mut dyn FnMut(&str)| {
+        let started = Instant::now();
+        keys.iter().for_each(|key| f(key));
+        eprintln!("{what:<48} {:>8.1} µs/call", started.elapsed().as_secs_f64() * 1e6 / N as f64);
+    };
+    time("reserve + complete (a fresh call), async", &mut |key| {
+        runtime.block_on(async {
+            let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
+            let Ok(Reservation::Acquired { token }) = AsyncStore::reserve(&store, request).await else { panic!() };
+            let done = Completion::Success("{\"ok\":true}");
+            AsyncStore::complete(&store, id(key), token, done, Duration::from_secs(60)).await.unwrap();
+        })
+    });
+    time("reserve finding the result (a replay), async", &mut |key| {
+        runtime.block_on(async {
+            let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
+            assert!(matches!(AsyncStore::reserve(&store, request).await, Ok(Reservation::Existing(_))));
+        })
+    });
+    time("reserve finding the result (a replay), sync", &mut |key| {
+        assert!(matches!(reserve(&store, key), Ok(Reservation::Existing(_))));
+    });
+    time("read (a status call), sync", &mut |key| {
+        assert!(Store::read(&store, id(key)).unwrap().is_some());
+    });
+    time("transactional, fresh (begin+reserve, commit)", &mut |key| {
+        let key = format!("tx-{key}");
+        runtime.block_on(async {
+            let Ok(Begun::Run(tx)) = store.begin::<i32>(id(&key), &(), Duration::from_secs(60)).await else {
+                panic!("a new key runs")
+            };
+            tx.commit(&1).await.unwrap();
+        })
+    });
+    time("transactional, replay", &mut |key| {
+        let key = format!("tx-{key}");
+        runtime.block_on(async {
+            let begun = store.begin::<i32>(id(&key), &(), Duration::from_secs(60)).await;
+            assert!(matches!(begun, Ok(Begun::Replayed(1))));
+        })
+    });
+}
