@@ -123,6 +123,21 @@
 //!   same file.
 //! - [`MemoryStore`]: one process, nothing on disk; for tests.
 //!
+//! # Agent frameworks
+//!
+//! `#[idempotent]` goes on the tool a framework already has, ABOVE the framework's
+//! attribute, and nothing else changes (see the [`frameworks`] module and the README):
+//!
+//! - **rmcp** (feature `rmcp`): above `#[tool]`. The tool's annotations get
+//!   `idempotent_hint = true`; a tool returning `Result<CallToolResult, ErrorData>` gets
+//!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the model
+//!   sees with `isError: true`. [`status_tools`] above `#[tool_router]` serves each
+//!   `<tool>_status` as a read-only tool. Below `#[tool]`, `#[idempotent]` does not compile.
+//! - **rig** (feature `rig`): above `#[rig_tool]` (below works too, without the status
+//!   tool). Return `Result<T, ToolExecutionError>`: idem's answers arrive with their code,
+//!   retryable flag and structured error as the model's feedback, and `<tool>_status` is a
+//!   rig tool too.
+//!
 //! # Misuse does not compile
 //!
 //! ```compile_fail
@@ -141,4 +156,7 @@
 
 /// Makes a tool function idempotent; see the [crate documentation](crate).
 pub use idem_macros::idempotent;
+/// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only
+/// tools; goes above `#[tool_router]`. See [agent frameworks](crate#agent-frameworks).
+pub use idem_macros::status_tools;
 pub use idem_runtime::*;

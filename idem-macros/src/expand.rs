@@ -35,12 +35,25 @@
 //!     read.await
 //! }
 //! ```
+//!
+//! Frameworks (see `frameworks.rs`): an rmcp `#[tool(...)]` below the attribute is re-emitted
+//! as `#[tool(..., annotations(..., idempotent_hint = true))]`. A rig `#[rig_tool(...)]` stays
+//! on the tool, and the status function gets one too, returning the tool's own error type:
+//!
+//! ```text
+//! /// Read-only status of `send_invoice` ...
+//! #[rig_tool(params(customer = "..."))]
+//! pub async fn send_invoice_status(customer: String, period: String)
+//!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::__private::ErrorOf<R>>
+//! { ...; ::core::result::Result::map_err(read.await, ::core::convert::Into::into) }
+//! ```
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, Pat, ReturnType, Type};
 
+use crate::frameworks::{self, Framework};
 use crate::template::Piece;
 use crate::validate::Plan;
 
@@ -72,7 +85,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
     let assert_output = quote_spanned!(ret.span()=> let _: ::idem::__private::StatusOf<#ret> = ::core::result::Result::Ok(::idem::Status::NotFound););
-    let attrs = &item.attrs;
+    let attrs = frameworks::tool_attrs(&item.attrs);
     let vis = &item.vis;
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
@@ -197,9 +210,11 @@ fn status_fn(
          (with its result), failed, or unknown (a call was abandoned). Never reserves or runs anything; \
          call it when a call's outcome is unknown, e.g. after a timeout."
     );
+    // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
+    let keep_docs = frameworks::detect(&item.attrs) == Framework::Rig;
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
-        FnArg::Receiver(_) => Some(strip_attrs(input)),
-        FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input)),
+        FnArg::Receiver(_) => Some(strip_attrs(input, false)),
+        FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input, keep_docs)),
         FnArg::Typed(_) => None,
     });
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
@@ -207,13 +222,32 @@ fn status_fn(
     } else {
         (quote!(), quote!(::idem::__private::status_sync), quote!())
     };
-    let value_of = quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::Error>);
     let read_var = Ident::new("__idem_read", Span::mixed_site());
+    // A rig tool's status function is a rig tool too: `#[rig_tool]` on it, and the tool's own
+    // error type (rig shows the model only `ToolExecutionError`s).
+    let rig_tool = item.attrs.iter().find(|attr| frameworks::is_attr(attr, "rig_tool"));
+    let rig = frameworks::detect(&item.attrs) == Framework::Rig;
+    let (value_of, answer) = match rig_tool.filter(|_| rig) {
+        Some(rig_tool) => (
+            quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::__private::ErrorOf<#ret>>),
+            frameworks::rig_status_attr(rig_tool, &kept_names(plan, sig)),
+        ),
+        _ => (
+            quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::Error>),
+            quote!(),
+        ),
+    };
+    let read_result = if answer.is_empty() {
+        quote!(#read_var #awaited)
+    } else {
+        quote!(::core::result::Result::map_err(#read_var #awaited, ::core::convert::Into::into))
+    };
     let vis = &item.vis;
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
     quote! {
         #[doc = #doc]
+        #answer
         #[allow(unused_variables, clippy::unused_async, clippy::type_complexity)]
         #vis #asyncness fn #name #generics (#(#inputs),*)
             -> #value_of
@@ -223,19 +257,33 @@ fn status_fn(
             // A statement of its own: the key parts are borrowed only while the key is built,
             // never across the read's await.
             let #read_var = #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]);
-            #read_var #awaited
+            #read_result
         }
     }
 }
 
-/// A parameter for the status function: no attributes (they belong to the tool's schema)
-/// and no `mut` (the status function never changes it).
-fn strip_attrs(input: &FnArg) -> FnArg {
+/// The names of the parameters the status function keeps.
+fn kept_names(plan: &Plan, sig: &syn::Signature) -> Vec<String> {
+    let typed = sig.inputs.iter().enumerate().filter(|(i, _)| plan.status_inputs.contains(i));
+    typed
+        .filter_map(|(_, input)| match input {
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(ident) => Some(ident.ident.to_string()),
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect()
+}
+
+/// A parameter for the status function: no attributes (they belong to the tool's schema),
+/// except doc comments when `keep_docs`, and no `mut` (the status function never changes it).
+fn strip_attrs(input: &FnArg, keep_docs: bool) -> FnArg {
     let mut input = input.clone();
     match &mut input {
         FnArg::Receiver(receiver) => receiver.attrs.clear(),
         FnArg::Typed(typed) => {
-            typed.attrs.clear();
+            typed.attrs.retain(|attr| keep_docs && attr.path().is_ident("doc"));
             if let Pat::Ident(ident) = &mut *typed.pat {
                 ident.mutability = None;
             }

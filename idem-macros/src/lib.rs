@@ -4,9 +4,13 @@
 mod args;
 mod errors;
 mod expand;
+mod frameworks;
 mod params;
 mod rules;
+mod status_tools;
 mod template;
+#[cfg(test)]
+mod template_props;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -27,12 +31,30 @@ pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = errors::Errors::default();
+    frameworks::check_order(&function, &mut errors);
+    if frameworks::detect(&function.attrs) == frameworks::Framework::Rmcp {
+        frameworks::check_rmcp_return(&function, &mut errors);
+    }
+    if !errors.is_empty() {
+        return with_errors(item2, errors.into_error().expect("an error was reported"));
+    }
     let args = args::parse(attr.into(), &mut errors);
     let plan = validate::validate(args, &function, &mut errors);
     match (plan, errors.into_error()) {
         (Some(plan), None) => expand::expand(&plan, &function).into(),
         (_, Some(error)) => with_errors(item2, error),
         (None, None) => unreachable!("validation without a plan reports an error"),
+    }
+}
+
+/// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only
+/// tools. Goes above rmcp's `#[tool_router]`. See the `idem` crate's documentation.
+#[proc_macro_attribute]
+pub fn status_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: proc_macro2::TokenStream = item.into();
+    match status_tools::status_tools(attr.into(), item2.clone()) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => with_errors(item2, error),
     }
 }
 

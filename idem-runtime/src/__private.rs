@@ -6,6 +6,7 @@ pub use crate::call::{
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
+pub use crate::frameworks::{Rmcp, StatusTool};
 pub use crate::key::{FieldMode, KeyPart, Segment};
 pub use crate::metrics::Counters;
 pub use crate::output::ToolOutput;
@@ -24,3 +25,21 @@ pub type ValueOf<O> = <O as ToolOutput>::Value;
 /// What the generated status function of a tool returning `O` returns.
 pub type StatusOf<O> = Result<crate::Status<ValueOf<O>>, crate::Error>;
 pub use crate::key::build_key;
+
+/// The error type of a tool's `Result`, for status functions served as tools of the same
+/// framework (a rig status tool fails with the tool's own error type).
+pub trait ResultParts {
+    /// The `E` of `Result<T, E>`.
+    type Error;
+}
+
+impl<T, E> ResultParts for Result<T, E> {
+    type Error = E;
+}
+
+/// Names the error type of a tool returning `Result<T, E>`.
+pub type ErrorOf<O> = <O as ResultParts>::Error;
+
+/// rmcp glue the `#[idem::status_tools]` expansion calls.
+#[cfg(feature = "rmcp")]
+pub use crate::frameworks::rmcp;

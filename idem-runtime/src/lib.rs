@@ -15,6 +15,8 @@ mod output;
 mod scope;
 mod status;
 
+pub mod frameworks;
+
 pub mod store;
 pub mod testing;
 
@@ -29,4 +31,6 @@ pub use metrics::{ToolMetrics, metrics};
 pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};
 pub use status::Status;
+#[cfg(feature = "postgres")]
+pub use store::PgStore;
 pub use store::{AsyncStore, MemoryStore, SqliteStore, Store};

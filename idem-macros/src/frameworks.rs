@@ -1,0 +1,267 @@
+//! Agent frameworks, recognized by their attributes' names in the tokens (this crate
+//! depends on neither): rmcp's `#[tool]` and rig's `#[rig_tool]`.
+//!
+//! - rmcp: `#[idempotent]` goes ABOVE `#[tool]`. It then sees the `async fn` as written and
+//!   re-emits `#[tool(...)]` with `idempotent_hint = true` added to its annotations (unless
+//!   the user set it). Below `#[tool]` it would see the boxed future rmcp made of the
+//!   function, with the annotations already fixed: a compile error says to move it.
+//! - rig: either order works for the tool (rig's expansion keeps the function, attribute
+//!   included). Above `#[rig_tool]`, the status function is also made a rig tool.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, ItemFn, Meta, ReturnType, Token, Type};
+
+use crate::errors::Errors;
+
+/// The framework whose tool attribute sits below `#[idempotent]`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    None,
+    /// rmcp's `#[tool]`.
+    Rmcp,
+    /// rig's `#[rig_tool]`.
+    Rig,
+}
+
+/// Whether an attribute's path ends in `name` (`tool`, `rmcp::tool`).
+pub fn is_attr(attr: &Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|segment| segment.ident == name)
+}
+
+pub fn detect(attrs: &[Attribute]) -> Framework {
+    if attrs.iter().any(|attr| is_attr(attr, "tool")) {
+        Framework::Rmcp
+    } else if attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
+        Framework::Rig
+    } else {
+        Framework::None
+    }
+}
+
+/// The function's attributes as re-emitted: rmcp's `#[tool(...)]` gets
+/// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
+pub fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
+    attrs.iter().map(|attr| if is_attr(attr, "tool") { with_idempotent_hint(attr) } else { attr.clone() }).collect()
+}
+
+/// `#[tool]` -> `#[tool(annotations(idempotent_hint = true))]`;
+/// `#[tool(name = "x", annotations(title = "X"))]` ->
+/// `#[tool(name = "x", annotations(title = "X", idempotent_hint = true))]`. Arguments
+/// that do not parse are left to rmcp to report.
+fn with_idempotent_hint(attr: &Attribute) -> Attribute {
+    let args = match &attr.meta {
+        Meta::Path(_) => Punctuated::new(),
+        Meta::List(list) => match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
+            Ok(args) => args,
+            Err(_) => return attr.clone(),
+        },
+        Meta::NameValue(_) => return attr.clone(),
+    };
+    let mut found = false;
+    let mut rebuilt: Vec<TokenStream> = Vec::new();
+    for arg in args {
+        match arg {
+            Meta::List(list) if list.path.is_ident("annotations") => {
+                found = true;
+                let Ok(inner) = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
+                    return attr.clone();
+                };
+                let set = inner.iter().any(|meta| meta.path().is_ident("idempotent_hint"));
+                let hint = (!set).then(|| quote!(idempotent_hint = true));
+                let inner = inner.iter().map(ToTokens::to_token_stream).chain(hint);
+                rebuilt.push(quote!(annotations(#(#inner),*)));
+            }
+            other => rebuilt.push(other.to_token_stream()),
+        }
+    }
+    if !found {
+        rebuilt.push(quote!(annotations(idempotent_hint = true)));
+    }
+    let path = attr.path();
+    syn::parse_quote_spanned!(attr.span()=> #[#path(#(#rebuilt),*)])
+}
+
+/// The `#[rig_tool]` of a rig tool's status function: the tool's attribute path, and the
+/// descriptions its `params(...)` gives the parameters the status function keeps.
+pub fn rig_status_attr(attr: &Attribute, kept: &[String]) -> TokenStream {
+    let path = attr.path();
+    let described: Vec<TokenStream> = match &attr.meta {
+        Meta::List(list) => list
+            .parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+            .into_iter()
+            .flatten()
+            .filter_map(|arg| match arg {
+                Meta::List(params) if params.path.is_ident("params") => {
+                    params.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated).ok()
+                }
+                _ => None,
+            })
+            .flatten()
+            .filter(|param| param.path().get_ident().is_some_and(|name| kept.contains(&name.to_string())))
+            .map(|param| param.to_token_stream())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if described.is_empty() { quote!(#[#path]) } else { quote!(#[#path(params(#(#described),*))]) }
+}
+
+/// `#[idempotent]` placed below rmcp's `#[tool]` sees a sync function returning
+/// `Pin<Box<dyn Future<Output = R> + Send + '_>>`: rmcp has already registered the tool's
+/// annotations and boxed its body. Tell the user to swap the attributes.
+pub fn check_order(item: &ItemFn, errors: &mut Errors) {
+    let sig = &item.sig;
+    if sig.asyncness.is_none()
+        && let ReturnType::Type(_, ty) = &sig.output
+        && is_boxed_future(ty)
+    {
+        errors.at(
+            sig.ident.span(),
+            format!(
+                "#[idempotent] must be placed above rmcp's #[tool]: below it, `{}` is already a boxed future and its tool annotations are fixed; write #[idempotent(...)] on the line above #[tool(...)] (on a function of your own that returns a boxed future, write it as an `async fn` instead)",
+                sig.ident
+            ),
+        );
+    }
+}
+
+/// rmcp's `Json<T>` wrapper (alone or as a `Result`'s `Ok` type) cannot be stored and
+/// replayed: say what to return instead, once, rather than a cascade of serde errors.
+pub fn check_rmcp_return(item: &ItemFn, errors: &mut Errors) {
+    let ReturnType::Type(_, ty) = &item.sig.output else { return };
+    let ok_type = match last_segment(ty) {
+        Some(segment) if segment.ident == "Result" => match &segment.arguments {
+            syn::PathArguments::AngleBracketed(args) => match args.args.first() {
+                Some(syn::GenericArgument::Type(ok)) => ok,
+                _ => return,
+            },
+            _ => return,
+        },
+        _ => ty,
+    };
+    if last_segment(ok_type).is_some_and(|segment| segment.ident == "Json") {
+        errors.at(
+            ok_type.span(),
+            "#[idempotent] stores a tool's result and replays it, and rmcp's `Json<T>` cannot be stored; return `Result<CallToolResult, ErrorData>` and build the result with `CallToolResult::structured(serde_json::json!(...))` (idem marks its replays `\"replayed\": true` there)",
+        );
+    }
+}
+
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(path) => path.path.segments.last(),
+        _ => None,
+    }
+}
+
+/// `Pin<Box<dyn Future<...>>>`, spelled with any path prefix.
+fn is_boxed_future(ty: &Type) -> bool {
+    let text = ty.to_token_stream().to_string().replace(' ', "");
+    let pin = text.find("Pin<Box<dyn");
+    pin.is_some_and(|at| text[at..].contains("Future<Output="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hinted(attr: Attribute) -> String {
+        with_idempotent_hint(&attr).to_token_stream().to_string().replace(' ', "")
+    }
+
+    #[test]
+    fn the_hint_is_added_unless_set() {
+        assert_eq!(hinted(syn::parse_quote!(#[tool])), "#[tool(annotations(idempotent_hint=true))]");
+        assert_eq!(
+            hinted(syn::parse_quote!(#[rmcp::tool(description = "Send", annotations(title = "Send"))])),
+            "#[rmcp::tool(description=\"Send\",annotations(title=\"Send\",idempotent_hint=true))]"
+        );
+        assert_eq!(
+            hinted(syn::parse_quote!(#[tool(annotations(idempotent_hint = false))])),
+            "#[tool(annotations(idempotent_hint=false))]"
+        );
+    }
+
+    #[test]
+    fn rig_status_tools_keep_the_descriptions_of_their_parameters() {
+        let attr: Attribute =
+            syn::parse_quote!(#[rig_tool(description = "Send", params(customer = "Who", amount = "How much"))]);
+        let kept = ["customer".to_owned()];
+        assert_eq!(rig_status_attr(&attr, &kept).to_string().replace(' ', ""), "#[rig_tool(params(customer=\"Who\"))]");
+        assert_eq!(
+            rig_status_attr(&syn::parse_quote!(#[rig_core::rig_tool]), &kept).to_string().replace(' ', ""),
+            "#[rig_core::rig_tool]"
+        );
+    }
+
+    #[test]
+    fn frameworks_are_recognized_by_name() {
+        let rmcp: ItemFn = syn::parse_quote!(
+            #[doc = "x"]
+            #[rmcp::tool]
+            async fn f() {}
+        );
+        let rig: ItemFn = syn::parse_quote!(
+            #[rig_tool(description = "x")]
+            async fn f() {}
+        );
+        let plain: ItemFn = syn::parse_quote!(
+            fn f() {}
+        );
+        assert!(detect(&rmcp.attrs) == Framework::Rmcp);
+        assert!(detect(&rig.attrs) == Framework::Rig);
+        assert!(detect(&plain.attrs) == Framework::None);
+    }
+
+    #[test]
+    fn json_results_are_refused_with_what_to_return() {
+        for refused in [
+            quote!(
+                async fn f(&self) -> Result<Json<Invoice>, String> {
+                    todo!()
+                }
+            ),
+            quote!(
+                async fn f(&self) -> rmcp::Json<Invoice> {
+                    todo!()
+                }
+            ),
+        ] {
+            let mut errors = Errors::default();
+            check_rmcp_return(&syn::parse2(refused).unwrap(), &mut errors);
+            assert!(errors.into_error().unwrap().to_string().contains("`Result<CallToolResult, ErrorData>`"));
+        }
+        let mut errors = Errors::default();
+        check_rmcp_return(
+            &syn::parse_quote!(
+                async fn f(&self) -> Result<CallToolResult, ErrorData> {
+                    todo!()
+                }
+            ),
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+    }
+
+    #[test]
+    fn functions_rmcp_already_expanded_are_refused() {
+        let expanded: ItemFn = syn::parse_quote! {
+            fn send(&self) -> ::std::pin::Pin<Box<dyn ::std::future::Future<Output = Result<u8, E>> + Send + '_>> {
+                Box::pin(async move { Ok(1) })
+            }
+        };
+        let mut errors = Errors::default();
+        check_order(&expanded, &mut errors);
+        assert!(errors.into_error().unwrap().to_string().contains("must be placed above rmcp's #[tool]"));
+        let fine: ItemFn = syn::parse_quote!(
+            async fn send(&self) -> Result<u8, E> {
+                Ok(1)
+            }
+        );
+        let mut errors = Errors::default();
+        check_order(&fine, &mut errors);
+        assert!(errors.is_empty());
+    }
+}

@@ -1,0 +1,44 @@
+//! Agent frameworks: how idem's answers reach a model through rmcp and rig tools.
+//!
+//! - `rmcp` (feature `rmcp`): a tool returning `Result<CallToolResult, ErrorData>` gets
+//!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the
+//!   model sees with `isError: true`, never as `Err(ErrorData)`, a protocol error the
+//!   model never sees. Replays are marked `"replayed": true`. `idem::Error` also converts
+//!   into rmcp content, so `Result<String, idem::Error>` tools work as they are.
+//! - `rig` (feature `rig`): `idem::Error` converts into rig's `ToolExecutionError` with the
+//!   code, the retryable flag and the structured error as the model-visible output.
+//!
+//! The `#[idempotent]` attribute recognizes `#[tool]` and `#[rig_tool]` by name; it adds
+//! `idempotent_hint = true` to an rmcp tool's annotations and makes the status function a
+//! rig tool. `#[idem::status_tools]` above `#[tool_router]` registers the status functions
+//! of an rmcp server as read-only tools.
+
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::status::Status;
+
+#[cfg(feature = "rig")]
+pub mod rig;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
+
+/// The framework a status tool is served through; see [`StatusTool`].
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Rmcp;
+
+/// How a status read is served as a tool of a framework: what `#[idem::status_tools]`
+/// generates calls this, through the marker [`Rmcp`], implemented with the `rmcp` feature.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "#[idem::status_tools] serves status functions as rmcp tools: enable idem's `rmcp` feature",
+    label = "needs idem's `rmcp` feature",
+    note = "in Cargo.toml: idem = {{ version = \"0.1\", features = [\"rmcp\"] }}"
+)]
+pub trait StatusTool {
+    /// The status tool's return type.
+    type Answer;
+    /// A status read, or the error that prevented it, as the tool's answer.
+    fn answer<T: Serialize + 'static>(status: Result<Status<T>, Error>) -> Self::Answer;
+}

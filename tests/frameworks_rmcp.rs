@@ -1,0 +1,250 @@
+//! rmcp: an MCP server whose tools carry `#[idempotent]` above `#[tool]`, driven by rmcp's
+//! own client over an in-process transport, as a model's MCP client would drive it. No LLM:
+//! the test reads what the client hands to a model (the tool list and the tool results).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use idem::{MemoryStore, idempotent};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct SendInvoice {
+    /// The customer to bill.
+    customer: String,
+    /// The billing period, e.g. 2026-10.
+    period: String,
+    amount: f64,
+    memo: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct AddNote {
+    customer: String,
+    text: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ExportLedger {
+    month: String,
+}
+
+#[derive(Clone)]
+struct Billing {
+    store: Arc<MemoryStore>,
+    invoices: Arc<AtomicUsize>,
+    notes: Arc<AtomicUsize>,
+    exports: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+}
+
+#[idem::status_tools]
+#[tool_router]
+impl Billing {
+    /// Create and send the invoice for one customer and billing period.
+    #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
+    #[tool(annotations(title = "Send invoice"))]
+    async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {
+        let n = self.invoices.fetch_add(1, Ordering::SeqCst) + 1;
+        let key = idem::current_key().expect("the body runs under a key");
+        Ok(CallToolResult::structured(json!({
+            "invoice": format!("inv_{n}"),
+            "amount": req.amount,
+            "memo": req.memo,
+            "idempotency_key": key.as_str(),
+        })))
+    }
+
+    /// Add a note to a customer's file (one per customer).
+    #[idempotent(key = "note:<customer>", compare = [text], store = self.store)]
+    #[tool]
+    async fn add_note(
+        &self,
+        Parameters(AddNote { customer, text }): Parameters<AddNote>,
+    ) -> Result<String, idem::Error> {
+        self.notes.fetch_add(1, Ordering::SeqCst);
+        Ok(format!("noted for {customer}: {text}"))
+    }
+
+    /// Export one month of the ledger (slow: waits for the test to let it finish).
+    #[idempotent(key = "export:<req.month>", store = self.store)]
+    #[tool(annotations(idempotent_hint = false))]
+    async fn export_ledger(&self, Parameters(req): Parameters<ExportLedger>) -> Result<CallToolResult, ErrorData> {
+        let _permit = self.gate.acquire().await.expect("the gate stays open");
+        self.exports.fetch_add(1, Ordering::SeqCst);
+        Ok(CallToolResult::structured(json!({"month": req.month, "rows": 3})))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Billing {}
+
+impl Billing {
+    fn new() -> Self {
+        Billing {
+            store: Arc::new(MemoryStore::new()),
+            invoices: Arc::default(),
+            notes: Arc::default(),
+            exports: Arc::default(),
+            gate: Arc::new(Semaphore::new(0)),
+        }
+    }
+}
+
+/// Serves `billing` over an in-process duplex pipe and connects rmcp's client to it.
+async fn connect(billing: Billing) -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let server = billing.serve(server_io).await.expect("the server starts");
+        let _ = server.waiting().await;
+    });
+    ().serve(client_io).await.expect("the client connects")
+}
+
+/// Calls a tool as a model's client does. A protocol error fails the test: every idem
+/// answer must reach the model as a tool result.
+async fn call(client: &RunningService<RoleClient, ()>, tool: &'static str, args: Value) -> CallToolResult {
+    let args = args.as_object().expect("arguments are an object").clone();
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .expect("a tool result, not a protocol error")
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result.structured_content.as_ref().expect("structured content")
+}
+
+fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools.iter().find(|tool| tool.name == name).unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+#[tokio::test]
+async fn the_model_sees_hints_status_tools_and_their_inputs() {
+    let client = connect(Billing::new()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let wire = |name: &str| serde_json::to_value(find(&tools, name)).unwrap();
+
+    let send = wire("send_invoice");
+    assert_eq!(send["annotations"]["idempotentHint"], true, "{send}");
+    assert_eq!(send["annotations"]["title"], "Send invoice", "the user's annotations stay");
+    assert_eq!(send["description"], "Create and send the invoice for one customer and billing period.");
+    assert_eq!(wire("add_note")["annotations"]["idempotentHint"], true);
+    assert_eq!(wire("export_ledger")["annotations"]["idempotentHint"], false, "a hint the user set stays");
+
+    let status = wire("send_invoice_status");
+    assert_eq!(status["annotations"]["readOnlyHint"], true, "{status}");
+    assert_eq!(status["annotations"]["destructiveHint"], false);
+    assert!(status["description"].as_str().unwrap().contains("req.customer, req.period"), "{status}");
+    assert!(status["inputSchema"]["properties"]["customer"].is_object(), "{status}");
+    for name in ["add_note_status", "export_ledger_status"] {
+        assert_eq!(wire(name)["annotations"]["readOnlyHint"], true, "{name}");
+    }
+    assert_eq!(tools.len(), 6);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn repeats_replay_and_conflicts_are_tool_errors_the_model_can_act_on() {
+    let billing = Billing::new();
+    let client = connect(billing.clone()).await;
+    let args = json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": "October support"});
+
+    let first = call(&client, "send_invoice", args.clone()).await;
+    assert_eq!(first.is_error, Some(false));
+    assert_eq!(structured(&first)["invoice"], "inv_1");
+    assert_eq!(structured(&first)["idempotency_key"], "invoice:acme:2026-10");
+
+    // The model retries with a reworded memo and another spelling of the customer.
+    let reworded = json!({"customer": " ACME ", "period": "2026-10", "amount": 120.0, "memo": "Support, Oct."});
+    let again = call(&client, "send_invoice", reworded).await;
+    assert_eq!(again.is_error, Some(false));
+    assert_eq!(structured(&again)["invoice"], "inv_1");
+    assert_eq!(structured(&again)["replayed"], true);
+    let text = &again.content[0].as_text().unwrap().text;
+    assert!(text.contains(r#""replayed":true"#), "a model reading the text sees the replay: {text}");
+
+    // Another amount for the same invoice: a CONFLICT tool result, never a protocol error.
+    let changed = json!({"customer": "acme", "period": "2026-10", "amount": 150.0, "memo": "October support"});
+    let conflict = call(&client, "send_invoice", changed).await;
+    assert_eq!(conflict.is_error, Some(true));
+    let error = &structured(&conflict)["error"];
+    assert_eq!(error["code"], "CONFLICT");
+    assert_eq!(error["retryable"], false);
+    assert!(error["message"].as_str().unwrap().contains("req.amount was 120.0, now 150.0"), "{error}");
+    assert!(error["suggestion"].as_str().unwrap().contains("ask the user"), "{error}");
+    assert!(conflict.content[0].as_text().unwrap().text.contains("CONFLICT"));
+
+    // The status tool takes the same arguments and reads only the key's fields.
+    let status = call(&client, "send_invoice_status", args).await;
+    assert_eq!(status.is_error, Some(false));
+    assert_eq!(structured(&status)["status"], "completed");
+    assert_eq!(structured(&status)["result"]["invoice"], "inv_1");
+    let other = json!({"customer": "globex", "period": "2026-10", "amount": 1.0, "memo": ""});
+    assert_eq!(structured(&call(&client, "send_invoice_status", other).await)["status"], "not_found");
+
+    assert_eq!(billing.invoices.load(Ordering::SeqCst), 1, "exactly one invoice");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn pattern_bound_keys_and_idem_errors_as_content() {
+    let billing = Billing::new();
+    let client = connect(billing.clone()).await;
+    let first = call(&client, "add_note", json!({"customer": "acme", "text": "prefers e-mail"})).await;
+    assert_eq!(first.is_error, Some(false));
+    let replay = call(&client, "add_note", json!({"customer": "Acme", "text": "prefers e-mail"})).await;
+    assert_eq!(replay.is_error, Some(false));
+    assert_eq!(replay.content[0].as_text().unwrap().text, "noted for acme: prefers e-mail");
+
+    let conflict = call(&client, "add_note", json!({"customer": "acme", "text": "prefers post"})).await;
+    assert_eq!(conflict.is_error, Some(true), "rmcp marks an Err(idem::Error) as a tool error");
+    let error: Value = serde_json::from_str(&conflict.content[0].as_text().unwrap().text).unwrap();
+    assert_eq!(error["error"]["code"], "CONFLICT");
+    assert_eq!(billing.notes.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repeat_while_the_first_call_runs_is_told_to_check_the_status_tool() {
+    let billing = Billing::new();
+    let client = connect(billing.clone()).await;
+    let peer = client.peer().clone();
+    let first = tokio::spawn(async move {
+        let args = json!({"month": "2026-10"}).as_object().unwrap().clone();
+        peer.call_tool(CallToolRequestParams::new("export_ledger").with_arguments(args)).await.unwrap()
+    });
+    let mut status = Value::Null;
+    for _ in 0..200 {
+        status = structured(&call(&client, "export_ledger_status", json!({"month": "2026-10"})).await).clone();
+        if status["status"] == "in_progress" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status["status"], "in_progress", "{status}");
+
+    let repeat = call(&client, "export_ledger", json!({"month": "2026-10"})).await;
+    assert_eq!(repeat.is_error, Some(true));
+    let error = &structured(&repeat)["error"];
+    assert_eq!(error["code"], "IN_PROGRESS");
+    assert_eq!(error["retryable"], false);
+    assert!(error["suggestion"].as_str().unwrap().contains("export_ledger_status"), "{error}");
+
+    billing.gate.add_permits(1);
+    let first = first.await.unwrap();
+    assert_eq!(first.is_error, Some(false));
+    assert_eq!(structured(&first)["rows"], 3);
+    assert_eq!(billing.exports.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
