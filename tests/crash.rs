@@ -192,21 +192,21 @@ fn reconcile(provider: Provider, abandoned: &Abandoned) -> Reconciled<Charge> {
 }
 
 /// Charges an order once, with a provider that deduplicates too.
-#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/dedup", lease = "300ms",
+#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/dedup", lease = "1s",
     reconcile = |abandoned: Abandoned| reconcile(Provider::Dedup, &abandoned))]
 fn charge_dedup(order: String, amount: u32) -> Result<Charge, idem::Error> {
     Ok(body(Provider::Dedup, &order, amount))
 }
 
 /// Charges an order once, with a provider that charges every request.
-#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/plain", lease = "300ms",
+#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/plain", lease = "1s",
     reconcile = |abandoned: Abandoned| reconcile(Provider::Plain, &abandoned))]
 fn charge_plain(order: String, amount: u32) -> Result<Charge, idem::Error> {
     Ok(body(Provider::Plain, &order, amount))
 }
 
 /// The plain provider's tool, async, with an async hook.
-#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/async", lease = "300ms",
+#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/async", lease = "1s",
     reconcile = |abandoned: Abandoned| async move { reconcile(Provider::Plain, &abandoned) })]
 async fn charge_async(order: String, amount: u32) -> Result<Charge, idem::Error> {
     Ok(body(Provider::Plain, &order, amount))
@@ -217,7 +217,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// The same, without a reconcile hook: an abandoned call stays OUTCOME_UNKNOWN.
-#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/unhooked", lease = "300ms")]
+#[idempotent(key = "charge:<order>", compare = [amount], store = *STORE, namespace = "crash/unhooked", lease = "1s")]
 fn charge_unhooked(order: String, amount: u32) -> Result<Charge, idem::Error> {
     Ok(body(Provider::Plain, &order, amount))
 }
