@@ -26,60 +26,84 @@ pub fn request_json(
     names: &[&str],
     values: impl IntoIterator<Item = ComparedValue>,
 ) -> Result<String, Error> {
-    let mut fields: Vec<(&str, Value)> = Vec::with_capacity(names.len());
-    for (name, value) in names.iter().zip(values) {
-        let value = value.map_err(|error| {
-            Error::new(
-                ErrorCode::InvalidKey,
-                format!("{tool_name}: compared field {name} cannot be serialized: {error}; the action was not run"),
-            )
-        })?;
-        fields.push((name, value));
-    }
-    fields.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out = String::from("{");
-    for (i, (name, value)) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    let invalid = |name: &str, error: serde_json::Error| {
+        Error::new(
+            ErrorCode::InvalidKey,
+            format!("{tool_name}: compared field {name} cannot be serialized: {error}; the action was not run"),
+        )
+    };
+    let mut out = Vec::with_capacity(16 * names.len() + 2);
+    out.push(b'{');
+    if names.is_sorted() {
+        // The macro passes the names sorted: write the fields as they come.
+        for (i, (name, value)) in names.iter().zip(values).enumerate() {
+            write_field(i, name, &value.map_err(|error| invalid(name, error))?, &mut out);
         }
-        write_canonical(&Value::String((*name).to_owned()), &mut out);
-        out.push(':');
-        write_canonical(value, &mut out);
+    } else {
+        let mut fields: Vec<(&str, Value)> = Vec::with_capacity(names.len());
+        for (name, value) in names.iter().zip(values) {
+            fields.push((name, value.map_err(|error| invalid(name, error))?));
+        }
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, (name, value)) in fields.iter().enumerate() {
+            write_field(i, name, value, &mut out);
+        }
     }
-    out.push('}');
-    Ok(out)
+    out.push(b'}');
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// One `"name":value` entry of the request object, the `i`th.
+fn write_field(i: usize, name: &str, value: &Value, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    write_json(name, out);
+    out.push(b':');
+    write_canonical_bytes(value, out);
 }
 
 /// Writes `value` as JSON with every object's keys sorted, whatever map type serde_json
 /// was built with (its `preserve_order` feature may be on elsewhere in the build).
 pub fn write_canonical(value: &Value, out: &mut String) {
+    let mut bytes = Vec::new();
+    write_canonical_bytes(value, &mut bytes);
+    out.push_str(std::str::from_utf8(&bytes).expect("serde_json writes UTF-8"));
+}
+
+fn write_canonical_bytes(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (key, value)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(value, out);
+                write_json(key.as_str(), out);
+                out.push(b':');
+                write_canonical_bytes(value, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                write_canonical(item, out);
+                write_canonical_bytes(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_json(scalar, out),
     }
+}
+
+/// Compact JSON, exactly as `Value`'s `Display` writes it.
+fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    serde_json::to_writer(out, value).expect("strings and scalars always serialize");
 }
 
 /// The compared fields that differ between a stored request and this one; empty when they
@@ -145,6 +169,31 @@ mod tests {
     fn types_and_sequence_order_always_matter() {
         assert_ne!(request(&["a"], &[json!("1")]), request(&["a"], &[json!(1)]));
         assert_ne!(request(&["a"], &[json!([1, 2])]), request(&["a"], &[json!([2, 1])]));
+    }
+
+    #[test]
+    fn the_pinned_format_is_compact_json_as_value_displays_it() {
+        let values = [
+            json!("a \"quoted\" \\ line\nwith\ttabs, é, 😀 and \u{1}"),
+            json!(120.0),
+            json!(0.1),
+            json!(-7),
+            json!(u64::MAX),
+            json!(1e300),
+            json!(null),
+            json!(true),
+            json!([1, "x", [2.5]]),
+        ];
+        for value in values {
+            let mut out = String::new();
+            write_canonical(&value, &mut out);
+            assert_eq!(out, value.to_string());
+        }
+        let nested = json!({"z\"key": {"b": 1, "a": [json!({"d": 1, "c": 2})]}, "é": 1});
+        let mut out = String::new();
+        write_canonical(&nested, &mut out);
+        assert_eq!(out, r#"{"z\"key":{"a":[{"c":2,"d":1}],"b":1},"é":1}"#);
+        assert_eq!(request(&["na\"me"], &[json!(1)]), r#"{"na\"me":1}"#);
     }
 
     #[test]

@@ -211,7 +211,15 @@ pub fn build_key(tool_name: &str, template: &[Segment], parts: &[&dyn KeyPart]) 
                 let part = parts.next().expect("the macro passes one key part per placeholder");
                 raw.clear();
                 part.write_key_text(&mut raw);
-                let value = if mode.normalize { normalize(&raw) } else { Cow::Borrowed(raw.as_str()) };
+                let value = if !mode.normalize {
+                    Cow::Borrowed(raw.as_str())
+                } else if raw.is_ascii() {
+                    // `normalize`'s ASCII case, in place: no copy of the value.
+                    raw.make_ascii_lowercase();
+                    Cow::Borrowed(raw.trim())
+                } else {
+                    normalize(&raw)
+                };
                 if value.is_empty() {
                     return Err(empty_field(tool_name, name, &raw));
                 }
@@ -265,21 +273,43 @@ pub fn is_unreserved(c: char) -> bool {
 }
 
 fn escape_into(value: &str, out: &mut String) {
-    for c in value.chars() {
-        if is_unreserved(c) {
-            out.push(c);
-        } else {
-            let _ = write!(out, "%{:02X}", c as u32);
+    // Every reserved character is ASCII, so the value is scanned byte by byte: bytes of
+    // non-ASCII characters (>= 0x80) are never reserved, and runs of unreserved text are
+    // copied whole.
+    let mut copied = 0;
+    for (i, byte) in value.bytes().enumerate() {
+        if byte.is_ascii() && !UNRESERVED_ASCII[usize::from(byte)] {
+            out.push_str(&value[copied..i]);
+            out.push('%');
+            out.push(char::from(HEX_UPPER[usize::from(byte >> 4)]));
+            out.push(char::from(HEX_UPPER[usize::from(byte & 0xf)]));
+            copied = i + 1;
         }
     }
+    out.push_str(&value[copied..]);
 }
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+/// [`is_unreserved`] for each ASCII byte.
+const UNRESERVED_ASCII: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        table[byte] = (byte as u8).is_ascii_alphanumeric() || matches!(byte as u8, b'-' | b'.' | b'_' | b'~');
+        byte += 1;
+    }
+    table
+};
 
 /// Hex of the first 16 bytes of SHA-256: 128 bits keep collisions out of reach while
 /// keeping keys short.
 fn hash_into(value: &str, out: &mut String) {
+    const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(value.as_bytes());
     for byte in &digest[..16] {
-        let _ = write!(out, "{byte:02x}");
+        out.push(char::from(HEX_LOWER[usize::from(byte >> 4)]));
+        out.push(char::from(HEX_LOWER[usize::from(byte & 0xf)]));
     }
 }
 
@@ -322,6 +352,16 @@ mod tests {
         assert_eq!(a, "invoice:a%3Ab:c");
         assert_eq!(b, "invoice:a:b%3Ac");
         assert_eq!(key(INVOICE, &[&"100%", &"x"]).unwrap(), "invoice:100%25:x");
+    }
+
+    #[test]
+    fn every_reserved_character_is_percent_encoded_in_upper_case_hex() {
+        for c in (0u8..=0x7f).map(char::from).chain(['é', 'ß', '😀']) {
+            let mut out = String::new();
+            escape_into(&format!("a{c}b"), &mut out);
+            let expected = if is_unreserved(c) { format!("a{c}b") } else { format!("a%{:02X}b", c as u32) };
+            assert_eq!(out, expected);
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::Instant;
 
 use crate::call::Tool;
 use crate::key::Key;
@@ -155,26 +155,27 @@ impl<F: Future> Future for ObserveFuture<F> {
 
 /// Records one call: a `tracing` event, its tool's counter, and the observation for an
 /// enclosing [`observe`].
-pub(crate) fn record(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, latency: Duration) {
-    emit(tool, key, outcome, latency);
+pub(crate) fn record(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, started: Instant) {
+    emit(tool, key, outcome, started);
     observed(tool, key, outcome);
 }
 
-/// The `tracing` event and the counter of one call.
-pub(crate) fn emit(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, latency: Duration) {
+/// The `tracing` event and the counter of one call. The latency since `started` is read
+/// only when a subscriber takes the event (`tracing` evaluates fields lazily).
+pub(crate) fn emit(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, started: Instant) {
     crate::metrics::count(tool, outcome);
     let tool = tool.name;
     let key_text = key.map_or("", Key::as_str);
-    let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+    let latency_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match outcome {
         Outcome::StoreUnavailable | Outcome::Unreadable | Outcome::Unrecorded | Outcome::Fenced => {
-            tracing::error!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
+            tracing::error!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
         }
         Outcome::Unknown | Outcome::TimedOut => {
-            tracing::warn!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
+            tracing::warn!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
         }
         _ => {
-            tracing::info!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us, "idempotent call")
+            tracing::info!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
         }
     }
 }

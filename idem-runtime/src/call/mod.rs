@@ -95,7 +95,7 @@ where
 {
     let (tool, started) = (call.tool, call.started);
     let ran = ready_now(drive(call, &Blocking(store), async move { body() }, &hook, &policy));
-    record(tool, ran.key.as_ref(), ran.outcome, started.elapsed());
+    record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
 }
 
@@ -110,7 +110,7 @@ where
 {
     let (tool, started) = (call.tool, call.started);
     let ran = drive(call, store, body, &hook, &policy).await;
-    record(tool, ran.key.as_ref(), ran.outcome, started.elapsed());
+    record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
 }
 

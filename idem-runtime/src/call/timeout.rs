@@ -42,7 +42,7 @@ where
     // The task emits its own event and count: it may finish long after its caller left.
     let task = tokio::spawn(async move {
         let ran = drive(call, store, body, &hook, &policy).await;
-        emit(tool, ran.key.as_ref(), ran.outcome, started.elapsed());
+        emit(tool, ran.key.as_ref(), ran.outcome, started);
         ran
     });
     match tokio::time::timeout(timeout, task).await {
@@ -57,7 +57,7 @@ where
             format!("{}: the call was cancelled as the runtime shut down; it may or may not have happened", tool.name),
         )),
         Err(_elapsed) => {
-            emit(tool, key.as_ref(), Outcome::TimedOut, started.elapsed());
+            emit(tool, key.as_ref(), Outcome::TimedOut, started);
             observed(tool, key.as_ref(), Outcome::TimedOut);
             O::from_error(timed_out(tool, key.as_ref(), timeout))
         }

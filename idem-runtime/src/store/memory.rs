@@ -1,7 +1,6 @@
 //! The in-memory store: one process, nothing survives a restart.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry as MapEntry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,7 +21,31 @@ static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 /// [`reserve`](Store::reserve) atomic.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    records: Mutex<HashMap<(String, String), Entry>>,
+    records: Mutex<Records>,
+}
+
+/// Records by namespace, then by key, so that a lookup borrows the caller's strings
+/// instead of building an owned key: only a new record copies them.
+#[derive(Debug, Default)]
+struct Records(HashMap<String, HashMap<String, Entry>>);
+
+impl Records {
+    fn get(&self, id: RecordId<'_>) -> Option<&Entry> {
+        self.0.get(id.namespace)?.get(id.key)
+    }
+
+    fn get_mut(&mut self, id: RecordId<'_>) -> Option<&mut Entry> {
+        self.0.get_mut(id.namespace)?.get_mut(id.key)
+    }
+
+    fn remove(&mut self, id: RecordId<'_>) -> Option<Entry> {
+        let keys = self.0.get_mut(id.namespace)?;
+        let removed = keys.remove(id.key);
+        if keys.is_empty() {
+            self.0.remove(id.namespace);
+        }
+        removed
+    }
 }
 
 #[derive(Debug)]
@@ -50,7 +73,7 @@ impl MemoryStore {
 
     /// Every operation leaves the map consistent before it can panic, so a poisoned lock
     /// still guards valid records.
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
+    fn lock(&self) -> MutexGuard<'_, Records> {
         self.records.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -64,10 +87,6 @@ fn now_ms() -> i64 {
 /// A duration in milliseconds, capped so that `now + duration` cannot overflow.
 fn duration_ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
-}
-
-fn key_of(id: RecordId<'_>) -> (String, String) {
-    (id.namespace.to_owned(), id.key.to_owned())
 }
 
 impl Entry {
@@ -99,28 +118,32 @@ impl Store for MemoryStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         let mut records = self.lock();
         let now = now_ms();
-        match records.entry(key_of(request.id)) {
-            MapEntry::Occupied(existing) => Ok(Reservation::Existing(existing.get().to_record(now))),
-            MapEntry::Vacant(vacant) => {
-                let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
-                vacant.insert(Entry {
-                    token,
-                    request: request.request.to_owned(),
-                    created_at_ms: now,
-                    updated_at_ms: now,
-                    retain_until_ms: None,
-                    state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
-                });
-                Ok(Reservation::Acquired { token })
-            }
-        }
+        let RecordId { namespace, key } = request.id;
+        let keys = match records.0.get_mut(namespace) {
+            Some(keys) => match keys.get(key) {
+                Some(existing) => return Ok(Reservation::Existing(existing.to_record(now))),
+                None => keys,
+            },
+            None => records.0.entry(namespace.to_owned()).or_default(),
+        };
+        let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+        let entry = Entry {
+            token,
+            request: request.request.to_owned(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            retain_until_ms: None,
+            state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
+        };
+        keys.insert(key.to_owned(), entry);
+        Ok(Reservation::Acquired { token })
     }
 
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         let mut records = self.lock();
         let now = now_ms();
         let entry = records
-            .get_mut(&key_of(id))
+            .get_mut(id)
             .filter(|entry| entry.held_by(expired))
             .filter(|entry| matches!(entry.state, State::InProgress { lease_until_ms } if lease_until_ms <= now))
             .ok_or(StoreError::Fenced)?;
@@ -138,7 +161,7 @@ impl Store for MemoryStore {
         retain: Duration,
     ) -> Result<(), StoreError> {
         let mut records = self.lock();
-        let entry = records.get_mut(&key_of(id)).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
+        let entry = records.get_mut(id).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
         entry.state = match completion {
             Completion::Success(result) => State::Completed(result.to_owned()),
             Completion::KeptError(error) => State::Failed(error.to_owned()),
@@ -151,7 +174,7 @@ impl Store for MemoryStore {
 
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let mut records = self.lock();
-        let entry = records.get_mut(&key_of(id)).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
+        let entry = records.get_mut(id).filter(|entry| entry.held_by(token)).ok_or(StoreError::Fenced)?;
         let now = now_ms();
         entry.state = State::InProgress { lease_until_ms: now };
         entry.updated_at_ms = now;
@@ -160,32 +183,32 @@ impl Store for MemoryStore {
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let mut records = self.lock();
-        match records.entry(key_of(id)) {
-            MapEntry::Occupied(entry) if entry.get().held_by(token) => {
-                entry.remove();
-                Ok(())
-            }
-            _ => Err(StoreError::Fenced),
+        if !records.get(id).is_some_and(|entry| entry.held_by(token)) {
+            return Err(StoreError::Fenced);
         }
+        records.remove(id);
+        Ok(())
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
         let records = self.lock();
         let now = now_ms();
-        Ok(records.get(&key_of(id)).map(|entry| entry.to_record(now)))
+        Ok(records.get(id).map(|entry| entry.to_record(now)))
     }
 
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let mut records = self.lock();
         let now = now_ms();
         let doomed: Vec<(String, String)> = records
+            .0
             .iter()
-            .filter(|(_, entry)| entry.retain_until_ms.is_some_and(|until| until <= now))
-            .map(|(key, _)| key.clone())
+            .flat_map(|(namespace, keys)| keys.iter().map(move |(key, entry)| (namespace, key, entry)))
+            .filter(|(_, _, entry)| entry.retain_until_ms.is_some_and(|until| until <= now))
+            .map(|(namespace, key, _)| (namespace.clone(), key.clone()))
             .take(limit)
             .collect();
-        for key in &doomed {
-            records.remove(key);
+        for (namespace, key) in &doomed {
+            records.remove(RecordId { namespace, key });
         }
         Ok(doomed.len())
     }

@@ -27,9 +27,11 @@
 //! after the row is deleted, so tokens only grow across release and re-reservation. A
 //! take-over deletes the abandoned row and inserts it again in one transaction, so the new
 //! holder's token is larger than the old one's.
-//! Reservation is one `INSERT .. ON CONFLICT DO NOTHING RETURNING token`, so the unique
-//! constraint, not Rust code, decides who acquires a key. Every time (creation, update,
-//! lease end) is read from SQLite's clock inside the statement that uses it.
+//! Reservation reads the record first (a repeat then costs one read and never takes the
+//! write lock) and otherwise runs one `INSERT .. ON CONFLICT DO NOTHING`,
+//! so the unique constraint, not Rust code, decides who acquires a key. Every time
+//! (creation, update, lease end) is read from SQLite's clock inside the statement that
+//! uses it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -85,19 +87,21 @@ const MIGRATE_1_TO_2: &str = concat!(
      PRAGMA user_version = 2;"
 );
 
+/// Only ever runs after a read found no record, so a conflict means another caller won a
+/// race for the key; the new row's rowid is the token. It neither reads `idem_records`
+/// nor uses `RETURNING`: either makes SQLite build a temporary table on every call.
 const INSERT: &str = concat!(
     "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
      lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, now.ms, now.ms, now.ms + ?4 FROM (SELECT ",
     now_ms!(),
-    " AS ms) AS now WHERE NOT EXISTS (SELECT 1 FROM idem_records WHERE namespace = ?1 AND \
-     key = ?2) ON CONFLICT (namespace, key) DO NOTHING RETURNING token"
+    " AS ms) AS now WHERE true ON CONFLICT (namespace, key) DO NOTHING"
 );
 
 const SELECT: &str = concat!(
     "SELECT token, state, request, result, created_at_ms, updated_at_ms, lease_until_ms, ",
-    "lease_until_ms <= ",
+    "CASE WHEN lease_until_ms IS NOT NULL THEN lease_until_ms <= ",
     now_ms!(),
-    ", retain_until_ms FROM idem_records WHERE namespace = ?1 AND key = ?2"
+    " END, retain_until_ms FROM idem_records WHERE namespace = ?1 AND key = ?2"
 );
 
 /// The abandoned row, if `token` still holds it and its lease has ended.
@@ -359,6 +363,14 @@ fn duration_ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
 }
 
+/// The `state` column, read without copying it.
+enum State {
+    InProgress,
+    Completed,
+    Failed,
+    Unknown(String),
+}
+
 /// Reads one record row (the columns of [`SELECT`]).
 fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
@@ -366,7 +378,12 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
     let row = stmt
         .query_row(params![id.namespace, id.key], |row| {
             let token: i64 = row.get(0)?;
-            let state: String = row.get(1)?;
+            let state = match row.get_ref(1)?.as_str()? {
+                "in_progress" => State::InProgress,
+                "completed" => State::Completed,
+                "failed" => State::Failed,
+                other => State::Unknown(other.to_owned()),
+            };
             let result: Option<String> = row.get(3)?;
             let lease: (Option<i64>, Option<bool>) = (row.get(6)?, row.get(7)?);
             let retain_until_ms: Option<i64> = row.get(8)?;
@@ -382,17 +399,17 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
     let Some((token, state, request, result, (created_at_ms, updated_at_ms, retain_until_ms), lease)) = row else {
         return Ok(None);
     };
-    let state = match (state.as_str(), result, lease) {
-        ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
+    let state = match (state, result, lease) {
+        (State::InProgress, _, (Some(lease_until_ms), Some(lease_expired))) => {
             RecordState::InProgress { lease_until_ms, lease_expired }
         }
-        ("in_progress", _, _) => return Err(corrupt("in progress without a lease end".into())),
-        ("completed", Some(result), _) => RecordState::Completed { result },
-        ("failed", Some(error), _) => RecordState::Failed { error },
-        ("completed" | "failed", None, _) => {
+        (State::InProgress, _, _) => return Err(corrupt("in progress without a lease end".into())),
+        (State::Completed, Some(result), _) => RecordState::Completed { result },
+        (State::Failed, Some(error), _) => RecordState::Failed { error },
+        (State::Completed | State::Failed, None, _) => {
             return Err(corrupt("settled without a result".into()));
         }
-        (other, ..) => return Err(corrupt(format!("unknown state {other:?}"))),
+        (State::Unknown(other), ..) => return Err(corrupt(format!("unknown state {other:?}"))),
     };
     let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
     Ok(Some(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state }))
@@ -404,21 +421,21 @@ impl Store for SqliteStore {
         let lease = duration_ms(request.lease);
         self.with_conn(|conn| {
             for _ in 0..RESERVE_ROUNDS {
-                let token: Option<i64> = conn
-                    .prepare_cached(INSERT)
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![id.namespace, id.key, request.request, lease], |row| row.get(0))
-                            .optional()
-                    })
-                    .map_err(backend)?;
-                if let Some(token) = token {
-                    let token = u64::try_from(token).map_err(|e| StoreError::Backend(e.into()))?;
-                    return Ok(Reservation::Acquired { token: Token(token) });
-                }
-                // Lost to an existing record; it may be released before we read it.
+                // A repeat finds its record with one read, without taking the write lock.
                 if let Some(record) = read_record(conn, id)? {
                     return Ok(Reservation::Existing(record));
                 }
+                let inserted = conn
+                    .prepare_cached(INSERT)
+                    .and_then(|mut stmt| stmt.execute(params![id.namespace, id.key, request.request, lease]))
+                    .map_err(backend)?;
+                if inserted == 1 {
+                    // The connection is this call's alone until it is put back.
+                    let token = u64::try_from(conn.last_insert_rowid()).map_err(|e| StoreError::Backend(e.into()))?;
+                    return Ok(Reservation::Acquired { token: Token(token) });
+                }
+                // Lost a race to another caller's INSERT; its record may also be released
+                // before we read it, so read again.
             }
             Err(StoreError::Backend(
                 format!(

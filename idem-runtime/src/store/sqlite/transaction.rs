@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Transaction, TransactionBehavior, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -234,18 +234,19 @@ impl SqliteStore {
             // Dropping `tx` without a commit rolls it back: on an early return, or a panic.
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
                 .map_err(|e| unavailable(backend(e)))?;
-            let token: Option<i64> = tx
+            let inserted = tx
                 .prepare_cached(INSERT)
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![id.namespace, id.key, request, lease], |row| row.get(0)).optional()
-                })
+                .and_then(|mut stmt| stmt.execute(params![id.namespace, id.key, request, lease]))
                 .map_err(|e| unavailable(backend(e)))?;
-            let Some(token) = token else {
+            if inserted == 0 {
                 match read_record(&tx, id).map_err(unavailable)? {
                     Some(record) => return answer_existing(id, request, record),
                     None => continue,
                 }
-            };
+            }
+            // `INSERT` has no `RETURNING` (it would build a temporary table): the new row's
+            // rowid is the token.
+            let token = tx.last_insert_rowid();
             let body = body.take().expect("the body runs at most once");
             let value = body(&tx).map_err(TransactionError::Body)?;
             let json = serde_json::to_string(&value).map_err(|e| TransactionError::Idem(unserializable(id, &e)))?;
