@@ -1,0 +1,37 @@
+//! The benches of `cargo bench` in their quick mode (a few iterations each), inside
+//! `cargo test --workspace`, so that the bench code cannot rot: every bench runs, every
+//! answer and effect count is checked (the benches panic on a wrong one), and the report
+//! holds a real number in every cell. Timings are never asserted.
+
+#[path = "../benches/calls.rs"]
+#[allow(dead_code)]
+mod calls;
+
+#[test]
+fn every_bench_runs_and_checks_its_answers() {
+    let settings = calls::Settings::quick();
+    let report = calls::run(&settings);
+
+    let names: Vec<(&str, &str)> = report.rows.iter().map(|row| (row.store, row.call)).collect();
+    for store in ["memory", "SQLite FULL", "SQLite NORMAL"] {
+        for call in ["first call", "replay", "in progress", "conflict"] {
+            assert!(names.contains(&(store, call)), "no {call} row for {store}: {names:?}");
+        }
+    }
+    assert_eq!(names.iter().filter(|(_, call)| call.starts_with("key:")).count(), 3);
+    let threads: Vec<(&str, usize)> = report.throughput.iter().map(|row| (row.sync, row.threads)).collect();
+    assert_eq!(threads, [("FULL", 1), ("FULL", 2), ("FULL", 8), ("NORMAL", 1), ("NORMAL", 2), ("NORMAL", 8)]);
+    for row in &report.throughput {
+        let (fresh, replayed, in_progress) = row.idem_answers;
+        assert_eq!(fresh, settings.keys, "one fresh call per key");
+        assert_eq!(fresh + replayed + in_progress, settings.keys * 4);
+    }
+    for number in report.numbers() {
+        assert!(number.is_finite() && number > 0.0, "{number} in {report:#?}");
+    }
+    let table = report.calls_table().markdown();
+    assert_eq!(table.lines().count(), 2 + report.rows.len());
+    assert!(!table.contains("NaN") && !table.contains("inf"), "{table}");
+    let (_, judged) = report.targets();
+    assert_eq!(judged, 5, "the five targets of the issue are judged");
+}
