@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
 /// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
 /// grow even when a key is released and reserved again, or moved between stores in tests.
@@ -82,11 +82,6 @@ impl MemoryStore {
 fn now_ms() -> i64 {
     let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     duration_ms(since_epoch)
-}
-
-/// A duration in milliseconds, capped so that `now + duration` cannot overflow.
-fn duration_ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
 }
 
 impl Entry {

@@ -24,6 +24,12 @@ pub use postgres::{PgStore, PgStoreBuilder};
 pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateFilter, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
 
+/// A duration in milliseconds, capped so that `now + duration` can neither overflow an
+/// `i64` nor leave an SQLite integer: the form the memory and SQLite stores keep times in.
+pub(crate) fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
+}
+
 /// Which record: the tool's namespace and the derived key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecordId<'a> {

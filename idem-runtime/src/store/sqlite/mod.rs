@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
 /// The schema version this code writes and reads.
 const SCHEMA_VERSION: i64 = 2;
@@ -356,11 +356,6 @@ fn wait_for_lock(timeout: Duration) -> impl FnMut(i32) -> bool + Send + 'static 
 
 fn backend(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(error))
-}
-
-/// A duration in milliseconds, capped so that `now + duration` stays an SQLite integer.
-fn duration_ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
 }
 
 /// The `state` column, read without copying it.
