@@ -1,0 +1,136 @@
+//! `cargo bench`: what `#[idempotent]` adds to a tool call, against hand-written code that
+//! does the same job, measured in one run and one process (see BENCHMARKS.md).
+//!
+//! - Calls: first calls (distinct keys), replays, IN_PROGRESS and CONFLICT answers on the
+//!   memory store (against a `HashMap` behind a `Mutex`) and on the SQLite store (against
+//!   hand-written rusqlite at the same durability, `FULL` and `NORMAL`), and key building
+//!   alone. idem and baseline batches alternate round by round.
+//! - Throughput: 1, 2 and 8 threads over 1,000 keys, each called 4 times in a shuffled
+//!   order, on SQLite; every key's effect is counted and must happen exactly once.
+//!
+//! - PostgreSQL (when `IDEM_TEST_DATABASE_URL` names a server): the same calls on the
+//!   PostgreSQL store against hand-written tokio-postgres.
+//!
+//! `IDEM_BENCH_QUICK=1 cargo bench` runs a few iterations of everything: the smoke mode
+//! that `tests/bench_smoke.rs` runs inside `cargo test --workspace`.
+//!
+//! The modules: `tool` (the bench tool with idem, its arguments and the answer checks),
+//! `hand` (the hand-written baselines), `per_call`, `throughput` and `postgres` (the
+//! benches), `report` (the tables), `harness` (rounds and medians), `profile` (one kind of
+//! call alone, for callgrind).
+
+#[path = "hand.rs"]
+mod hand;
+#[path = "harness.rs"]
+mod harness;
+#[path = "per_call.rs"]
+mod per_call;
+#[path = "profile.rs"]
+mod profile;
+#[path = "report.rs"]
+mod report;
+#[path = "throughput.rs"]
+mod throughput;
+#[path = "tool.rs"]
+mod tool;
+
+use std::time::Instant;
+
+use idem::store::Synchronous;
+
+use self::hand::sync_pragma;
+use self::harness::Plan;
+pub use self::report::Report;
+
+/// How much to run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub quick: bool,
+    /// Keys of the throughput runs.
+    pub keys: usize,
+    /// Throughput runs per configuration.
+    pub repetitions: usize,
+    /// Rounds of every comparison.
+    pub rounds: usize,
+    /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `throughput`; for profiling one of them.
+    pub only: Option<String>,
+}
+
+/// Calls per key in the throughput runs.
+pub const DUPLICATES: usize = 4;
+
+impl Settings {
+    pub fn full() -> Self {
+        Settings { quick: false, keys: 1000, repetitions: 3, rounds: 31, only: None }
+    }
+
+    pub fn quick() -> Self {
+        Settings { quick: true, keys: 8, repetitions: 1, rounds: 3, only: None }
+    }
+
+    pub fn from_env() -> Self {
+        let settings = match std::env::var("IDEM_BENCH_QUICK") {
+            Ok(value) if !value.is_empty() && value != "0" => Settings::quick(),
+            _ => Settings::full(),
+        };
+        Settings { only: std::env::var("IDEM_BENCH_ONLY").ok().filter(|only| !only.is_empty()), ..settings }
+    }
+
+    fn runs(&self, group: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| group.contains(only.as_str()))
+    }
+
+    fn plan(&self, batch: usize) -> Plan {
+        self.plan_rounds(batch, self.rounds)
+    }
+
+    fn plan_rounds(&self, batch: usize, rounds: usize) -> Plan {
+        if self.quick {
+            Plan { warmup: 1, rounds: self.rounds, batch: batch.min(3) }
+        } else {
+            Plan { warmup: 2, rounds, batch }
+        }
+    }
+
+    /// Existing keys to cycle over in the repeat benches.
+    fn pool(&self) -> usize {
+        if self.quick { 4 } else { 256 }
+    }
+}
+
+/// Runs every bench and returns the report; panics if any answer or effect count is wrong.
+pub fn run(settings: &Settings) -> Report {
+    let started = Instant::now();
+    let mut report = Report::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = |name: String, bench: &mut dyn FnMut(&mut Report)| {
+        if settings.runs(&name) {
+            if !settings.quick {
+                eprintln!("[{:6.1} s] {name}", started.elapsed().as_secs_f64());
+            }
+            bench(&mut report);
+        }
+    };
+    group("memory".into(), &mut |report| per_call::memory(settings, report));
+    group("keys".into(), &mut |report| per_call::keys(settings, report));
+    for sync in [Synchronous::Full, Synchronous::Normal] {
+        let name = format!("sqlite-{}", sync_pragma(sync).to_lowercase());
+        group(name, &mut |report| per_call::sqlite(settings, sync, dir.path(), report));
+    }
+    for sync in [Synchronous::Full, Synchronous::Normal] {
+        let name = format!("throughput-{}", sync_pragma(sync).to_lowercase());
+        group(name, &mut |report| throughput::throughput(settings, sync, dir.path(), report));
+    }
+    report.wall = started.elapsed();
+    report
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("IDEM_BENCH_PROFILE") {
+        return profile::profile(&spec);
+    }
+    let settings = Settings::from_env();
+    let report = run(&settings);
+    report.print(&settings);
+}
