@@ -1,6 +1,6 @@
 //! The store's operations: one prepared statement each, fenced by token.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -86,15 +86,18 @@ fn token_of(id: RecordId<'_>, token: Result<i64, tokio_postgres::Error>) -> Resu
 pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, StoreError> {
     let get_err = |e: tokio_postgres::Error| corrupt(id, e);
     let token = token_of(id, row.try_get(at))?;
-    let state: String = row.try_get(at + 1).map_err(get_err)?;
+    let state: &str = row.try_get(at + 1).map_err(get_err)?;
     let request: String = row.try_get(at + 2).map_err(get_err)?;
     let result: Option<String> = row.try_get(at + 3).map_err(get_err)?;
-    let created_at_ms: i64 = row.try_get(at + 4).map_err(get_err)?;
-    let updated_at_ms: i64 = row.try_get(at + 5).map_err(get_err)?;
-    let lease: (Option<i64>, Option<bool>) =
-        (row.try_get(at + 6).map_err(get_err)?, row.try_get(at + 7).map_err(get_err)?);
-    let retain_until_ms: Option<i64> = row.try_get(at + 8).map_err(get_err)?;
-    let state = match (state.as_str(), result, lease) {
+    let time = |column: usize| -> Result<Option<i64>, StoreError> {
+        Ok(row.try_get::<_, Option<SystemTime>>(at + column).map_err(get_err)?.map(unix_ms))
+    };
+    let required = |column: usize, name: &str| time(column)?.ok_or_else(|| corrupt(id, format!("no {name}")));
+    let created_at_ms = required(4, "created_at")?;
+    let updated_at_ms = required(5, "updated_at")?;
+    let lease: (Option<i64>, Option<bool>) = (time(6)?, row.try_get(at + 7).map_err(get_err)?);
+    let retain_until_ms = time(8)?;
+    let state = match (state, result, lease) {
         ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
             RecordState::InProgress { lease_until_ms, lease_expired }
         }
@@ -105,6 +108,16 @@ pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, S
         (other, ..) => return Err(corrupt(id, format!("unknown state {other:?}"))),
     };
     Ok(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state })
+}
+
+/// Milliseconds since the Unix epoch (negative before it). The server stores whole
+/// milliseconds, so nothing is rounded away.
+fn unix_ms(time: SystemTime) -> i64 {
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => ms(after),
+        Err(before) => -ms(before.duration()),
+    }
 }
 
 impl AsyncStore for PgStore {
