@@ -25,6 +25,8 @@ mod hand;
 mod harness;
 #[path = "per_call.rs"]
 mod per_call;
+#[path = "postgres.rs"]
+mod postgres;
 #[path = "profile.rs"]
 mod profile;
 #[path = "report.rs"]
@@ -53,7 +55,7 @@ pub struct Settings {
     /// Rounds of every comparison.
     pub rounds: usize,
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
-    /// `keys`, `sqlite-full`, `sqlite-normal`, `throughput`; for profiling one of them.
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `throughput`; for profiling one of them.
     pub only: Option<String>,
 }
 
@@ -118,6 +120,7 @@ pub fn run(settings: &Settings) -> Report {
         let name = format!("sqlite-{}", sync_pragma(sync).to_lowercase());
         group(name, &mut |report| per_call::sqlite(settings, sync, dir.path(), report));
     }
+    group("postgres".into(), &mut |report| postgres::postgres(settings, report));
     for sync in [Synchronous::Full, Synchronous::Normal] {
         let name = format!("throughput-{}", sync_pragma(sync).to_lowercase());
         group(name, &mut |report| throughput::throughput(settings, sync, dir.path(), report));

@@ -65,6 +65,10 @@ pub struct ThroughputRow {
 pub struct Report {
     pub rows: Vec<Row>,
     pub throughput: Vec<ThroughputRow>,
+    /// The PostgreSQL server's durability settings, when the PostgreSQL rows were measured.
+    pub postgres: Option<String>,
+    /// Groups that could not run here, and say so at the end (PostgreSQL without a server).
+    pub skipped: Vec<&'static str>,
     pub wall: Duration,
 }
 
@@ -141,6 +145,10 @@ impl Report {
         println!();
         print!("{}", self.calls_table().markdown());
         println!();
+        if let Some(server) = &self.postgres {
+            println!("PostgreSQL server: {server}");
+            println!();
+        }
         println!(
             "## Throughput (SQLite, {} keys x {} calls each, shuffled; medians of {}; vs 1 thread: paired per repetition)",
             settings.keys, DUPLICATES, settings.repetitions
@@ -150,6 +158,9 @@ impl Report {
         println!();
         let (met, judged) = self.targets();
         println!("targets met: {met} of {judged}; wall time {:.1} s", self.wall.as_secs_f64());
+        for group in &self.skipped {
+            println!("skipped: {group} (see above)");
+        }
         if settings.quick {
             println!("(quick mode: a few iterations each, the numbers mean nothing)");
         }

@@ -1,0 +1,351 @@
+//! The PostgreSQL benches: the bench tool as an async tool on `PgStore`, against the same
+//! tool written by hand with tokio-postgres, on the server `IDEM_TEST_DATABASE_URL` names
+//! (skipped without one). Both sides run in tasks of one multi-threaded tokio runtime, as a
+//! server's tool calls do, and talk to the same server, so its durability settings apply
+//! to both alike.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem::idempotent;
+use idem::store::PgStore;
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::Settings;
+use super::hand::{HandSchema, store_error};
+use super::harness::compare;
+use super::report::{Report, Row, Target};
+use super::tool::{
+    AMOUNT, Args, Check, Effects, Invoice, NAMESPACE, OTHER_AMOUNT, PERIOD, ToolError, body, conflict, cycling, fresh,
+    fresh_customers, in_progress, replayed, reserve_in_progress,
+};
+
+/// Where the benches find a server; the same variable as the PostgreSQL tests.
+pub const URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
+
+/// The bench tool with idem on PostgreSQL: the same attribute as `Tools`, on an async fn.
+pub struct PgTools {
+    pub store: PgStore,
+    pub effects: Arc<Effects>,
+}
+
+impl PgTools {
+    /// Create and send the invoice for one customer and billing period.
+    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store, namespace = "bench::send_invoice")]
+    pub async fn send_invoice(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        Ok(body(&self.effects, &customer, &period, amount, &memo))
+    }
+}
+
+/// Who drives a hand-written client's connection (its socket IO).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Driver {
+    /// A task of the caller's runtime, as hand-written code usually spawns it.
+    CallerRuntime,
+    /// A thread of its own, as `PgStore` drives its pool (so that sync tools and any
+    /// runtime can use it): every statement crosses between threads twice.
+    OwnThread,
+}
+
+/// The same tool by hand with tokio-postgres, one connection, statements prepared once:
+/// `send_invoice` answers a repeat with one SELECT; `send_invoice_new` is the first-call
+/// path alone (INSERT .. ON CONFLICT DO NOTHING to reserve, UPDATE to complete). With
+/// [`HandSchema::IdemLike`] the table is idem's own `idem_records` (its token sequence,
+/// timestamps and retention index; the hand-written keys are not escaped, so they never
+/// meet idem's) and the statements write what idem's write, as plain INSERT and UPDATE.
+pub struct HandPg {
+    client: Client,
+    reserve: Statement,
+    complete: Statement,
+    select: Statement,
+    pub effects: Effects,
+}
+
+/// Connects as `driver` says.
+async fn connect(url: &str, driver: Driver) -> Client {
+    match driver {
+        Driver::CallerRuntime => {
+            let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client
+        }
+        Driver::OwnThread => {
+            let url = url.to_owned();
+            let (sender, receiver) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let io = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                io.block_on(async move {
+                    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+                    let _ = sender.send(client);
+                    let _ = connection.await;
+                });
+            });
+            receiver.await.unwrap()
+        }
+    }
+}
+
+impl HandPg {
+    /// Connects, creates its table in `schema` (which exists) and prepares the statements.
+    async fn open(url: &str, schema: &str, table: HandSchema, driver: Driver) -> Self {
+        let client = connect(url, driver).await;
+        let (reserve, complete, select) = match table {
+            HandSchema::Minimal => {
+                let table = format!("{schema}.hand_invoices");
+                let create =
+                    format!("CREATE TABLE {table} (key text PRIMARY KEY, amount float8 NOT NULL, result text)");
+                client.batch_execute(&create).await.unwrap();
+                (
+                    format!("INSERT INTO {table} (key, amount) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING"),
+                    format!("UPDATE {table} SET result = $2 WHERE key = $1"),
+                    format!("SELECT amount, result FROM {table} WHERE key = $1"),
+                )
+            }
+            HandSchema::IdemLike => {
+                let (table, now) = (format!("{schema}.idem_records"), "date_trunc('milliseconds', now())");
+                let namespace = format!("'{NAMESPACE}'");
+                (
+                    format!(
+                        "INSERT INTO {table} (namespace, key, state, request, created_at, updated_at, lease_until) \
+                         VALUES ({namespace}, $1, 'in_progress', $2::float8::text, {now}, {now}, \
+                         {now} + interval '1 hour') ON CONFLICT (namespace, key) DO NOTHING"
+                    ),
+                    format!(
+                        "UPDATE {table} SET state = 'completed', result = $2, updated_at = {now}, lease_until = NULL, \
+                         retain_until = {now} + interval '7 days' WHERE namespace = {namespace} AND key = $1"
+                    ),
+                    format!(
+                        "SELECT request::float8, result FROM {table} \
+                         WHERE namespace = {namespace} AND key = $1"
+                    ),
+                )
+            }
+        };
+        let (reserve, complete, select) = (
+            client.prepare(&reserve).await.unwrap(),
+            client.prepare(&complete).await.unwrap(),
+            client.prepare(&select).await.unwrap(),
+        );
+        HandPg { client, reserve, complete, select, effects: Effects::default() }
+    }
+
+    pub async fn send_invoice(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        let key = format!("invoice:{customer}:{period}");
+        match self.existing(&key, amount).await {
+            Some(answer) => answer,
+            None => self.reserve_and_run(&key, &customer, &period, amount, &memo).await,
+        }
+    }
+
+    pub async fn send_invoice_new(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        let key = format!("invoice:{customer}:{period}");
+        self.reserve_and_run(&key, &customer, &period, amount, &memo).await
+    }
+
+    async fn reserve_and_run(
+        &self,
+        key: &str,
+        customer: &str,
+        period: &str,
+        amount: f64,
+        memo: &str,
+    ) -> Result<Invoice, ToolError> {
+        if self.client.execute(&self.reserve, &[&key, &amount]).await.map_err(store_error)? == 0 {
+            let existing = self.existing(key, amount).await;
+            return existing.unwrap_or_else(|| Err(store_error("the record vanished")));
+        }
+        let invoice = body(&self.effects, customer, period, amount, memo);
+        let json = serde_json::to_string(&invoice).map_err(store_error)?;
+        self.client.execute(&self.complete, &[&key, &json]).await.map_err(store_error)?;
+        Ok(invoice)
+    }
+
+    /// The answer for a key that has a record: CONFLICT, IN_PROGRESS or the stored result.
+    async fn existing(&self, key: &str, amount: f64) -> Option<Result<Invoice, ToolError>> {
+        let row = match self.client.query_opt(&self.select, &[&key]).await {
+            Ok(row) => row?,
+            Err(error) => return Some(Err(store_error(error))),
+        };
+        let (stored, result): (f64, Option<String>) = (row.get(0), row.get(1));
+        if stored != amount {
+            return Some(Err(ToolError::Conflict { stored, requested: amount }));
+        }
+        Some(match result {
+            None => Err(ToolError::InProgress),
+            Some(json) => serde_json::from_str::<Invoice>(&json)
+                .map(|invoice| Invoice { replayed: true, ..invoice })
+                .map_err(store_error),
+        })
+    }
+
+    async fn reserve_only(&self, customer: &str) {
+        let key = format!("invoice:{customer}:{PERIOD}");
+        assert_eq!(self.client.execute(&self.reserve, &[&key, &AMOUNT]).await.unwrap(), 1);
+    }
+}
+
+/// Times one batch of calls inside one task of `runtime` (a worker thread, as a server's
+/// tool calls run); every answer is checked after the clock stops.
+fn timed_task<T, F, Fut>(runtime: &Runtime, side: &Arc<T>, args: Vec<Args>, call: F, check: Check) -> Duration
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>, Args) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Invoice, ToolError>> + Send,
+{
+    let side = Arc::clone(side);
+    let task = runtime.spawn(async move {
+        let mut answers = Vec::with_capacity(args.len());
+        let start = Instant::now();
+        for a in args {
+            answers.push(black_box(call(Arc::clone(&side), black_box(a)).await));
+        }
+        (start.elapsed(), answers)
+    });
+    let (elapsed, answers) = runtime.block_on(task).unwrap();
+    answers.iter().for_each(check);
+    elapsed
+}
+
+async fn idem_call(tools: Arc<PgTools>, a: Args) -> Result<Invoice, ToolError> {
+    tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
+}
+
+async fn hand_repeat(hand: Arc<HandPg>, a: Args) -> Result<Invoice, ToolError> {
+    hand.send_invoice(a.customer, a.period, a.amount, a.memo).await
+}
+
+async fn hand_first(hand: Arc<HandPg>, a: Args) -> Result<Invoice, ToolError> {
+    hand.send_invoice_new(a.customer, a.period, a.amount, a.memo).await
+}
+
+/// The server's durability settings, for the report: `fsync` and `synchronous_commit`.
+async fn durability(client: &Client) -> String {
+    let setting = |name: &'static str| async move {
+        let row = client.query_one(&format!("SHOW {name}"), &[]).await.unwrap();
+        row.get::<_, String>(0)
+    };
+    format!("fsync={}, synchronous_commit={}", setting("fsync").await, setting("synchronous_commit").await)
+}
+
+/// The PostgreSQL rows, or none (and a line saying why) without a server.
+pub fn postgres(settings: &Settings, report: &mut Report) {
+    let url = match std::env::var(URL_ENV) {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            eprintln!("postgres: skipped; set {URL_ENV}=postgres://... to measure the PostgreSQL store");
+            report.skipped.push("postgres");
+            return;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let schema = format!("idem_bench_{}", std::process::id());
+    let store = PgStore::builder(&url).schema(&schema).build().unwrap();
+    let (hands, admin, server) = runtime.block_on(async {
+        store.migrate().await.unwrap();
+        let hands = [
+            HandPg::open(&url, &schema, HandSchema::Minimal, Driver::CallerRuntime).await,
+            HandPg::open(&url, &schema, HandSchema::IdemLike, Driver::CallerRuntime).await,
+            HandPg::open(&url, &schema, HandSchema::IdemLike, Driver::OwnThread).await,
+        ];
+        let (admin, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let server = durability(&admin).await;
+        (hands.map(Arc::new), admin, server)
+    });
+    report.postgres = Some(server);
+    let tools = Arc::new(PgTools { store, effects: Arc::default() });
+    let [hand, like, like_io] = &hands;
+    let store_name = "PostgreSQL";
+
+    // First calls against the minimal table, then against idem's table written with plain
+    // statements (what the schema costs), then the same over a connection on a thread of
+    // its own (what PgStore's IO thread costs): what is left is idem's statements and code.
+    let firsts: [(&str, &Arc<HandPg>, &str, Target); 3] = [
+        ("first call", hand, "tokio-postgres: INSERT + UPDATE", Target::RatioAtMost(1.2)),
+        ("first call, same schema", like, "tokio-postgres: INSERT + UPDATE, idem's table", Target::None),
+        (
+            "first call, same schema, IO thread",
+            like_io,
+            "tokio-postgres: INSERT + UPDATE, idem's table, own IO thread",
+            Target::None,
+        ),
+    ];
+    for (call, side, baseline, target) in firsts {
+        let pair = compare(
+            settings.plan(200),
+            |n| timed_task(&runtime, &tools, fresh_customers(n), idem_call, fresh),
+            |n| timed_task(&runtime, side, fresh_customers(n), hand_first, fresh),
+        );
+        report.rows.push(Row { store: store_name, call, baseline, pair, target });
+    }
+    let idem_first_calls = tools.effects.total();
+    let hand_first_calls = hands.each_ref().map(|h| h.effects.total());
+    assert_eq!(idem_first_calls, hand_first_calls.iter().sum::<u64>(), "every first call runs its body once");
+
+    let pool: Vec<String> = fresh_customers(settings.pool()).into_iter().map(|a| a.customer).collect();
+    let busy: Vec<String> = (0..settings.pool()).map(|i| format!("busy{i}")).collect();
+    runtime.block_on(async {
+        for customer in &pool {
+            let args = Args::new(customer.clone(), AMOUNT);
+            fresh(&idem_call(Arc::clone(&tools), args.clone()).await);
+            fresh(&hand_first(Arc::clone(hand), args.clone()).await);
+            fresh(&hand_first(Arc::clone(like_io), args).await);
+        }
+        for customer in &busy {
+            hand.reserve_only(customer).await;
+        }
+    });
+    for customer in &busy {
+        reserve_in_progress(&tools.store, customer);
+    }
+    let answers: [(&str, &[String], f64, Check, &Arc<HandPg>, &str, Target); 4] = [
+        ("replay", &pool, AMOUNT, replayed, hand, "tokio-postgres: SELECT", Target::RatioAtMost(1.2)),
+        (
+            "replay, same schema, IO thread",
+            &pool,
+            AMOUNT,
+            replayed,
+            like_io,
+            "tokio-postgres: SELECT, idem's table, own IO thread",
+            Target::None,
+        ),
+        ("in progress", &busy, AMOUNT, in_progress, hand, "tokio-postgres: SELECT", Target::None),
+        ("conflict", &pool, OTHER_AMOUNT, conflict, hand, "tokio-postgres: SELECT", Target::None),
+    ];
+    for (call, keys, amount, check, side, baseline, target) in answers {
+        let (mut a, mut b) = (0, 0);
+        let pair = compare(
+            settings.plan(500),
+            |n| timed_task(&runtime, &tools, cycling(keys, &mut a, n, amount), idem_call, check),
+            |n| timed_task(&runtime, side, cycling(keys, &mut b, n, amount), hand_repeat, check),
+        );
+        report.rows.push(Row { store: store_name, call, baseline, pair, target });
+    }
+    let seeded = pool.len() as u64;
+    assert_eq!(tools.effects.total(), idem_first_calls + seeded, "repeats must not run the body");
+    assert_eq!(hand.effects.total(), hand_first_calls[0] + seeded);
+    assert_eq!(like_io.effects.total(), hand_first_calls[2] + seeded);
+    drop(hands);
+    runtime.block_on(admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))).unwrap();
+}
