@@ -319,21 +319,56 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
     for customer in &busy {
         reserve_in_progress(&tools.store, customer);
     }
-    let answers: [(&str, &[String], f64, Check, &Arc<HandPg>, &str, Target); 4] = [
-        ("replay", &pool, AMOUNT, replayed, hand, "tokio-postgres: SELECT", Target::RatioAtMost(1.2)),
-        (
-            "replay, same schema, IO thread",
-            &pool,
-            AMOUNT,
-            replayed,
-            like_io,
-            "tokio-postgres: SELECT, idem's table, own IO thread",
-            Target::None,
-        ),
-        ("in progress", &busy, AMOUNT, in_progress, hand, "tokio-postgres: SELECT", Target::None),
-        ("conflict", &pool, OTHER_AMOUNT, conflict, hand, "tokio-postgres: SELECT", Target::None),
+    /// One repeat bench: which keys, which amount, what must come back, against which side.
+    struct Repeat<'a> {
+        call: &'static str,
+        keys: &'a [String],
+        amount: f64,
+        check: Check,
+        side: &'a Arc<HandPg>,
+        baseline: &'static str,
+        target: Target,
+    }
+    let select = "tokio-postgres: SELECT";
+    let repeats = [
+        Repeat {
+            call: "replay",
+            keys: &pool,
+            amount: AMOUNT,
+            check: replayed,
+            side: hand,
+            baseline: select,
+            target: Target::RatioAtMost(1.2),
+        },
+        Repeat {
+            call: "replay, same schema, IO thread",
+            keys: &pool,
+            amount: AMOUNT,
+            check: replayed,
+            side: like_io,
+            baseline: "tokio-postgres: SELECT, idem's table, own IO thread",
+            target: Target::None,
+        },
+        Repeat {
+            call: "in progress",
+            keys: &busy,
+            amount: AMOUNT,
+            check: in_progress,
+            side: hand,
+            baseline: select,
+            target: Target::None,
+        },
+        Repeat {
+            call: "conflict",
+            keys: &pool,
+            amount: OTHER_AMOUNT,
+            check: conflict,
+            side: hand,
+            baseline: select,
+            target: Target::None,
+        },
     ];
-    for (call, keys, amount, check, side, baseline, target) in answers {
+    for Repeat { call, keys, amount, check, side, baseline, target } in repeats {
         let (mut a, mut b) = (0, 0);
         let pair = compare(
             settings.plan(500),
