@@ -222,6 +222,62 @@ fn a_store_outlives_the_runtimes_that_used_it() {
     }
 }
 
+/// Async callers on a multi-threaded runtime use connections that runtime drives; a
+/// runtime that shuts down takes only those with it, so calls on another runtime and from
+/// sync code go on without an error, and the pool never holds more than its maximum.
+#[test]
+fn each_runtime_drives_its_own_connections() {
+    let Some(db) = TestDb::get("each_runtime_drives_its_own_connections") else { return };
+    const MAX: usize = 4;
+    let store = db.builder().max_connections(MAX).build().unwrap();
+    store.migrate_blocking().unwrap();
+    let multi = || tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let acquire = |store: &PgStore, key: String| {
+        let store = store.clone();
+        async move {
+            let request = Reserve { id: id(&key), request: "{}", lease: Duration::from_secs(60) };
+            let reserved = AsyncStore::reserve(&store, request).await;
+            assert!(matches!(reserved, Ok(Reservation::Acquired { .. })), "{key}: {reserved:?}");
+        }
+    };
+    let steady = multi();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let calls = steady.spawn({
+        let (store, stop) = (store.clone(), Arc::clone(&stop));
+        async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                acquire(&store, format!("steady-{n}")).await;
+                n += 1;
+            }
+            n
+        }
+    });
+    for round in 0..20 {
+        let short = multi();
+        short.block_on(async {
+            let tasks: Vec<_> = (0..MAX).map(|t| tokio::spawn(acquire(&store, format!("short-{round}-{t}")))).collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        });
+        let (_, runtime_driven, _) = store.inner.pool.census();
+        assert!(runtime_driven >= 1, "round {round}: async calls used runtime-driven connections");
+        // Shut down with calls in flight: their connections end, and nothing else may.
+        for t in 0..MAX {
+            short.spawn(acquire(&store, format!("cut-{round}-{t}")));
+        }
+        drop(short);
+        assert!(matches!(reserve(&store, &format!("sync-{round}")), Ok(Reservation::Acquired { .. })));
+        let (io, runtime_driven, out) = store.inner.pool.census();
+        assert!(io >= 1, "round {round}: the sync entry uses the IO thread's connections");
+        assert!(io + runtime_driven + out <= MAX, "round {round}: {io} + {runtime_driven} + {out} > {MAX}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let steady_calls = steady.block_on(calls).unwrap();
+    assert!(steady_calls > 0, "the steady runtime made calls throughout");
+}
+
 #[test]
 fn a_full_pool_fails_after_the_checkout_timeout() {
     let Some(db) = TestDb::get("a_full_pool_fails_after_the_checkout_timeout") else { return };
