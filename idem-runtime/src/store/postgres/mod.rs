@@ -49,9 +49,11 @@
 //! - Every time is the server's `now()`, and a lease ends when `lease_until <= now()` in
 //!   SQL: workers' clocks never matter.
 //! - Each connection prepares each statement once. Connections come from a pool of at most
-//!   [`max_connections`](PgStoreBuilder::max_connections), opened on demand and driven by
-//!   a thread the store owns, so the store works from any async runtime and from sync
-//!   tools (the [`Store`](super::Store) impl blocks the calling thread, even inside a tokio runtime,
+//!   [`max_connections`](PgStoreBuilder::max_connections), opened on demand. Async tools on
+//!   a multi-threaded tokio runtime use connections driven by that runtime (no thread hop
+//!   per statement); everything else uses connections driven by a thread the store owns,
+//!   so the store works from any async runtime and from sync tools (the
+//!   [`Store`](super::Store) impl blocks the calling thread, even inside a tokio runtime,
 //!   without deadlocking).
 
 mod ops;
