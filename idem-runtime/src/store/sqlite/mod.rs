@@ -358,31 +358,31 @@ fn backend(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(error))
 }
 
-/// The `state` column, read without copying it.
-enum State {
-    InProgress,
-    Completed,
-    Failed,
-    Unknown(String),
-}
-
-/// Reads one record row (the columns of [`SELECT`]).
+/// Reads one record row (the columns of [`SELECT`]). Each state's own columns are read
+/// only for that state: a replay never converts the lease columns.
 fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
     let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
     let row = stmt
         .query_row(params![id.namespace, id.key], |row| {
-            let token: i64 = row.get(0)?;
             let state = match row.get_ref(1)?.as_str()? {
-                "in_progress" => State::InProgress,
-                "completed" => State::Completed,
-                "failed" => State::Failed,
-                other => State::Unknown(other.to_owned()),
+                "in_progress" => match (row.get(6)?, row.get(7)?) {
+                    (Some(lease_until_ms), Some(lease_expired)) => {
+                        Ok(RecordState::InProgress { lease_until_ms, lease_expired })
+                    }
+                    _ => Err("in progress without a lease end".to_owned()),
+                },
+                "completed" => row
+                    .get::<_, Option<String>>(3)?
+                    .map(|result| RecordState::Completed { result })
+                    .ok_or_else(no_result),
+                "failed" => {
+                    row.get::<_, Option<String>>(3)?.map(|error| RecordState::Failed { error }).ok_or_else(no_result)
+                }
+                other => Err(format!("unknown state {other:?}")),
             };
-            let result: Option<String> = row.get(3)?;
-            let lease: (Option<i64>, Option<bool>) = (row.get(6)?, row.get(7)?);
-            let retain_until_ms: Option<i64> = row.get(8)?;
-            Ok((token, state, row.get(2)?, result, (row.get(4)?, row.get(5)?, retain_until_ms), lease))
+            let token: i64 = row.get(0)?;
+            Ok((token, state, row.get(2)?, (row.get(4)?, row.get(5)?, row.get(8)?)))
         })
         .optional()
         .map_err(|e| match e {
@@ -391,23 +391,17 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             | rusqlite::Error::IntegralValueOutOfRange(..) => corrupt(e.to_string()),
             e => backend(e),
         })?;
-    let Some((token, state, request, result, (created_at_ms, updated_at_ms, retain_until_ms), lease)) = row else {
+    let Some((token, state, request, (created_at_ms, updated_at_ms, retain_until_ms))) = row else {
         return Ok(None);
     };
-    let state = match (state, result, lease) {
-        (State::InProgress, _, (Some(lease_until_ms), Some(lease_expired))) => {
-            RecordState::InProgress { lease_until_ms, lease_expired }
-        }
-        (State::InProgress, _, _) => return Err(corrupt("in progress without a lease end".into())),
-        (State::Completed, Some(result), _) => RecordState::Completed { result },
-        (State::Failed, Some(error), _) => RecordState::Failed { error },
-        (State::Completed | State::Failed, None, _) => {
-            return Err(corrupt("settled without a result".into()));
-        }
-        (State::Unknown(other), ..) => return Err(corrupt(format!("unknown state {other:?}"))),
-    };
+    let state = state.map_err(corrupt)?;
     let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
     Ok(Some(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state }))
+}
+
+/// Why a settled row without a result is corrupt.
+fn no_result() -> String {
+    "settled without a result".to_owned()
 }
 
 impl Store for SqliteStore {
