@@ -51,7 +51,7 @@ const RESERVE_ROUNDS: usize = 3;
 /// SQLite's current time in milliseconds; constant within one statement.
 macro_rules! now_ms {
     () => {
-        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+        "CAST(unixepoch('subsec')*1000 AS INTEGER)"
     };
 }
 
@@ -87,21 +87,27 @@ const MIGRATE_1_TO_2: &str = concat!(
      PRAGMA user_version = 2;"
 );
 
+// The statements of every call (INSERT, SELECT, COMPLETE) are written without spare
+// spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
+// from its cache, about three instructions a byte.
+
 /// Only ever runs after a read found no record, so a conflict means another caller won a
 /// race for the key; the new row's rowid is the token. It neither reads `idem_records`
 /// nor uses `RETURNING`: either makes SQLite build a temporary table on every call.
 const INSERT: &str = concat!(
-    "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
-     lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, now.ms, now.ms, now.ms + ?4 FROM (SELECT ",
+    "INSERT INTO idem_records(namespace,key,state,request,created_at_ms,updated_at_ms,lease_until_ms)",
+    "SELECT ?1,?2,'in_progress',?3,ms,ms,ms+?4 FROM(SELECT ",
     now_ms!(),
-    " AS ms) AS now WHERE true ON CONFLICT (namespace, key) DO NOTHING"
+    " AS ms)WHERE true ON CONFLICT(namespace,key)DO NOTHING"
 );
 
+/// The columns [`read_record`] reads. The lease's end is compared with the clock only for
+/// in-progress records: reading the clock costs more than the rest of a replay's row.
 const SELECT: &str = concat!(
-    "SELECT token, state, request, result, created_at_ms, updated_at_ms, lease_until_ms, ",
-    "CASE WHEN lease_until_ms IS NOT NULL THEN lease_until_ms <= ",
+    "SELECT token,state,request,result,created_at_ms,updated_at_ms,lease_until_ms,",
+    "CASE WHEN lease_until_ms NOTNULL THEN lease_until_ms<=",
     now_ms!(),
-    " END, retain_until_ms FROM idem_records WHERE namespace = ?1 AND key = ?2"
+    " END,retain_until_ms FROM idem_records WHERE namespace=?1 AND key=?2"
 );
 
 /// The abandoned row, if `token` still holds it and its lease has ended.
@@ -129,12 +135,11 @@ const ABANDON: &str = concat!(
 );
 
 const COMPLETE: &str = concat!(
-    "UPDATE idem_records SET state = ?1, result = ?2, updated_at_ms = ",
+    "UPDATE idem_records SET state=?1,result=?2,updated_at_ms=",
     now_ms!(),
-    ", retain_until_ms = ",
+    ",retain_until_ms=",
     now_ms!(),
-    " + ?6, lease_until_ms = NULL ",
-    "WHERE token = ?3 AND namespace = ?4 AND key = ?5 AND state = 'in_progress'"
+    "+?6,lease_until_ms=NULL WHERE token=?3 AND namespace=?4 AND key=?5 AND state='in_progress'"
 );
 
 const RELEASE: &str = "DELETE FROM idem_records \
