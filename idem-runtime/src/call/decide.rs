@@ -1,6 +1,8 @@
 //! Decisions on what a store said, as plain functions: what a reservation attempt means
 //! for a call, and the errors the caller is told.
 
+use std::fmt::Write as _;
+
 use crate::compare::differences;
 use crate::error::{Error, ErrorCode};
 use crate::key::Key;
@@ -45,17 +47,17 @@ pub(crate) fn decide(
     };
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
-        let list: Vec<String> =
-            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored, d.requested)).collect();
-        let error = Error::new(
-            ErrorCode::Conflict,
-            format!("{}: {key} was already requested with other values: {}", tool.name, list.join("; ")),
-        )
-        .with_suggestion(format!(
-            "ask the user before changing or adding anything; call {} to see the first request's result",
-            tool.status_fn
-        ))
-        .with_differences(differing);
+        let mut message = format!("{}: {key} was already requested with other values: ", tool.name);
+        for (i, d) in differing.iter().enumerate() {
+            let separator = if i == 0 { "" } else { "; " };
+            let _ = write!(message, "{separator}{} was {}, now {}", d.field, d.stored, d.requested);
+        }
+        let error = Error::new(ErrorCode::Conflict, message)
+            .with_suggestion(format!(
+                "ask the user before changing or adding anything; call {} to see the first request's result",
+                tool.status_fn
+            ))
+            .with_differences(differing);
         return Step::Answer(Outcome::Conflict, Answer::Error(error));
     }
     match record.state {
@@ -109,4 +111,50 @@ pub(crate) fn unreadable(tool: &Tool, key: &Key, what: &str, error: &serde_json:
         ),
     )
     .with_suggestion(format!("a person must inspect the record for {key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{FieldMode, Segment, build_key};
+    use crate::metrics::Counters;
+    use crate::store::{Record, RecordState};
+
+    static TOOL: Tool = Tool {
+        name: "send_invoice",
+        namespace: "test::send_invoice",
+        template: &[
+            Segment::Literal("invoice:"),
+            Segment::Field("customer", FieldMode { normalize: true, hash: false }),
+        ],
+        compare: &["amount", "currency"],
+        status_fn: "send_invoice_status",
+        lease: std::time::Duration::from_secs(60),
+        retain: std::time::Duration::from_secs(60),
+        counters: Counters::new(),
+    };
+
+    #[test]
+    fn a_conflict_names_every_differing_field() {
+        let key = build_key(TOOL.name, TOOL.template, &[&"acme"]).unwrap();
+        let record = Record {
+            request: r#"{"amount":120.0,"currency":"EUR"}"#.into(),
+            token: Token(1),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            retain_until_ms: None,
+            state: RecordState::Completed { result: "{}".into() },
+        };
+        let requested = r#"{"amount":150.0,"currency":"USD"}"#;
+        let Step::Answer(Outcome::Conflict, Answer::Error(error)) =
+            decide(&TOOL, &key, requested, Ok(Reservation::Existing(record)), false)
+        else {
+            panic!("expected a conflict");
+        };
+        assert_eq!(
+            error.message(),
+            "send_invoice: invoice:acme was already requested with other values: \
+             amount was 120.0, now 150.0; currency was \"EUR\", now \"USD\""
+        );
+    }
 }
