@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
@@ -369,7 +369,7 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
     let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
     let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
     let row = stmt
-        .query_row(params![id.namespace, id.key], |row| {
+        .query_row((id.namespace, id.key), |row| {
             let state = match row.get_ref(1)?.as_str()? {
                 "in_progress" => match (row.get(6)?, row.get(7)?) {
                     (Some(lease_until_ms), Some(lease_expired)) => {
@@ -421,7 +421,7 @@ impl Store for SqliteStore {
                 }
                 let inserted = conn
                     .prepare_cached(INSERT)
-                    .and_then(|mut stmt| stmt.execute(params![id.namespace, id.key, request.request, lease]))
+                    .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request.request, lease)))
                     .map_err(backend)?;
                 if inserted == 1 {
                     // The connection is this call's alone until it is put back.
@@ -448,8 +448,7 @@ impl Store for SqliteStore {
             let found: Option<(String, i64)> = tx
                 .prepare_cached(TAKE_OVER_FIND)
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![expired, id.namespace, id.key], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()
+                    stmt.query_row((expired, id.namespace, id.key), |row| Ok((row.get(0)?, row.get(1)?))).optional()
                 })
                 .map_err(backend)?;
             let Some((request, created_at_ms)) = found else {
@@ -459,9 +458,7 @@ impl Store for SqliteStore {
             let token: i64 = tx
                 .prepare_cached(TAKE_OVER_INSERT)
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![id.namespace, id.key, request, created_at_ms, duration_ms(lease)], |row| {
-                        row.get(0)
-                    })
+                    stmt.query_row((id.namespace, id.key, request, created_at_ms, duration_ms(lease)), |row| row.get(0))
                 })
                 .map_err(backend)?;
             tx.commit().map_err(backend)?;
@@ -482,17 +479,17 @@ impl Store for SqliteStore {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        self.execute_fenced(COMPLETE, params![state, result, token, id.namespace, id.key, duration_ms(retain)])
+        self.execute_fenced(COMPLETE, (state, result, token, id.namespace, id.key, duration_ms(retain)))
     }
 
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(ABANDON, params![token, id.namespace, id.key])
+        self.execute_fenced(ABANDON, (token, id.namespace, id.key))
     }
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(RELEASE, params![token, id.namespace, id.key])
+        self.execute_fenced(RELEASE, (token, id.namespace, id.key))
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
@@ -503,7 +500,7 @@ impl Store for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(|conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
-            stmt.execute(params![limit]).map_err(backend)
+            stmt.execute([limit]).map_err(backend)
         })
     }
 }
