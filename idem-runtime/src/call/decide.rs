@@ -1,8 +1,6 @@
 //! Decisions on what a store said, as plain functions: what a reservation attempt means
 //! for a call, and the errors the caller is told.
 
-use std::fmt::Write as _;
-
 use crate::compare::differences;
 use crate::error::{Error, ErrorCode};
 use crate::key::Key;
@@ -47,16 +45,17 @@ pub(crate) fn decide(
     };
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
-        let mut message = format!("{}: {key} was already requested with other values: ", tool.name);
+        let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
         for (i, d) in differing.iter().enumerate() {
             let separator = if i == 0 { "" } else { "; " };
-            let _ = write!(message, "{separator}{} was {}, now {}", d.field, d.stored, d.requested);
+            message.extend([separator, &d.field, " was ", &d.stored, ", now ", &d.requested]);
         }
         let error = Error::new(ErrorCode::Conflict, message)
-            .with_suggestion(format!(
-                "ask the user before changing or adding anything; call {} to see the first request's result",
-                tool.status_fn
-            ))
+            .with_suggestion(concat(&[
+                "ask the user before changing or adding anything; call ",
+                tool.status_fn,
+                " to see the first request's result",
+            ]))
             .with_differences(differing);
         return Step::Answer(Outcome::Conflict, Answer::Error(error));
     }
@@ -75,7 +74,8 @@ pub(crate) fn decide(
     }
 }
 
-/// Every concurrent duplicate gets this answer, so it is put together without `format!`.
+/// Every concurrent duplicate gets this answer, so it is put together without `format!`
+/// (whose formatting machinery cost as much as the rest of the answer).
 pub(crate) fn in_progress(tool: &Tool, key: &Key) -> Error {
     Error::new(ErrorCode::InProgress, concat(&[tool.name, ": ", key, " is still in progress"]))
         .with_suggestion(concat(&["do not call ", tool.name, " again; call ", tool.status_fn, " in a few seconds"]))
@@ -175,6 +175,13 @@ mod tests {
             error.message(),
             "send_invoice: invoice:acme was already requested with other values: \
              amount was 120.0, now 150.0; currency was \"EUR\", now \"USD\""
+        );
+        assert_eq!(
+            error.suggestion(),
+            Some(
+                "ask the user before changing or adding anything; \
+                 call send_invoice_status to see the first request's result"
+            )
         );
     }
 }
