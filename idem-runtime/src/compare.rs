@@ -58,17 +58,29 @@ fn write_field(i: usize, name: &str, value: &Value, out: &mut Vec<u8>) {
     if i > 0 {
         out.push(b',');
     }
-    write_json(name, out);
-    out.push(b':');
+    if name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Nothing to escape, as in every name written in `compare = [...]`.
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+    } else {
+        write_json(name, out);
+        out.push(b':');
+    }
     write_canonical_bytes(value, out);
 }
 
 /// Writes `value` as JSON with every object's keys sorted, whatever map type serde_json
 /// was built with (its `preserve_order` feature may be on elsewhere in the build).
 pub fn write_canonical(value: &Value, out: &mut String) {
+    out.push_str(&canonical(value));
+}
+
+/// `value` as JSON with every object's keys sorted; see [`write_canonical`].
+fn canonical(value: &Value) -> String {
     let mut bytes = Vec::new();
     write_canonical_bytes(value, &mut bytes);
-    out.push_str(std::str::from_utf8(&bytes).expect("serde_json writes UTF-8"));
+    String::from_utf8(bytes).expect("serde_json writes UTF-8")
 }
 
 fn write_canonical_bytes(value: &Value, out: &mut Vec<u8>) {
@@ -127,16 +139,7 @@ pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
     let mut names: Vec<&String> = stored_fields.keys().chain(requested_fields.keys()).collect();
     names.sort();
     names.dedup();
-    let render = |value: Option<&Value>| {
-        value.map_or_else(
-            || "(absent)".to_owned(),
-            |v| {
-                let mut out = String::new();
-                write_canonical(v, &mut out);
-                out
-            },
-        )
-    };
+    let render = |value: Option<&Value>| value.map_or_else(|| "(absent)".to_owned(), canonical);
     names
         .into_iter()
         .filter(|name| stored_fields.get(*name) != requested_fields.get(*name))

@@ -6,6 +6,7 @@
 //! never do (`("a:b", "c")` and `("a", "b:c")`).
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
@@ -199,8 +200,31 @@ impl AsRef<str> for Key {
 /// A field whose value is empty after normalization is an [`InvalidKey`](ErrorCode::InvalidKey)
 /// error naming it: an empty customer would make every customer's action one action.
 pub fn build_key(tool_name: &str, template: &[Segment], parts: &[&dyn KeyPart]) -> Result<Key, Error> {
-    let mut out = String::with_capacity(64);
-    let mut raw = String::new();
+    // This thread's buffers from its last key, so that a key costs one allocation: its
+    // own. A key part that builds a key itself finds them taken and starts empty ones.
+    let (mut out, mut raw) = SCRATCH.take();
+    out.clear();
+    let built = write_key(tool_name, template, parts, &mut out, &mut raw);
+    if out.capacity() <= MAX_SCRATCH && raw.capacity() <= MAX_SCRATCH {
+        SCRATCH.with(|slot| slot.set((out, raw)));
+    }
+    built
+}
+
+thread_local!(static SCRATCH: Cell<(String, String)> = const { Cell::new((String::new(), String::new())) });
+
+/// Larger buffers are dropped rather than kept for the thread's lifetime.
+const MAX_SCRATCH: usize = 1024;
+
+/// [`build_key`] with the key text written to `out` and `raw` as room for each field's
+/// text before normalization.
+fn write_key(
+    tool_name: &str,
+    template: &[Segment],
+    parts: &[&dyn KeyPart],
+    out: &mut String,
+    raw: &mut String,
+) -> Result<Key, Error> {
     let mut lead = None;
     let mut parts = parts.iter();
     for segment in template {
@@ -210,29 +234,29 @@ pub fn build_key(tool_name: &str, template: &[Segment], parts: &[&dyn KeyPart]) 
                 lead.get_or_insert(out.len());
                 let part = parts.next().expect("the macro passes one key part per placeholder");
                 raw.clear();
-                part.write_key_text(&mut raw);
+                part.write_key_text(raw);
                 let value = if !mode.normalize {
                     Cow::Borrowed(raw.as_str())
                 } else if raw.is_ascii() {
                     // `normalize`'s ASCII case, in place: no copy of the value.
                     raw.make_ascii_lowercase();
-                    Cow::Borrowed(raw.trim())
+                    Cow::Borrowed(trim_ascii(raw))
                 } else {
-                    normalize(&raw)
+                    normalize(raw)
                 };
                 if value.is_empty() {
-                    return Err(empty_field(tool_name, name, &raw));
+                    return Err(empty_field(tool_name, name, raw));
                 }
                 if mode.hash {
-                    hash_into(&value, &mut out);
+                    hash_into(&value, out);
                 } else {
-                    escape_into(&value, &mut out);
+                    escape_into(&value, out);
                 }
             }
         }
     }
     let lead = lead.unwrap_or(out.len());
-    Ok(Key { text: out.into(), lead })
+    Ok(Key { text: Arc::from(out.as_str()), lead })
 }
 
 fn empty_field(tool_name: &str, field: &str, raw: &str) -> Error {
@@ -272,13 +296,23 @@ pub fn is_unreserved(c: char) -> bool {
     !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
 }
 
+/// `str::trim` for ASCII text, without decoding characters. Unlike `str::trim_ascii`, it
+/// also trims vertical tabs, as `str::trim` does.
+fn trim_ascii(text: &str) -> &str {
+    let space = |b: &u8| matches!(b, b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' | b' ');
+    let bytes = text.as_bytes();
+    let Some(start) = bytes.iter().position(|b| !space(b)) else { return "" };
+    let end = bytes.iter().rposition(|b| !space(b)).map_or(start, |i| i + 1);
+    &text[start..end]
+}
+
 fn escape_into(value: &str, out: &mut String) {
     // Every reserved character is ASCII, so the value is scanned byte by byte: bytes of
     // non-ASCII characters (>= 0x80) are never reserved, and runs of unreserved text are
     // copied whole.
     let mut copied = 0;
     for (i, byte) in value.bytes().enumerate() {
-        if byte.is_ascii() && !UNRESERVED_ASCII[usize::from(byte)] {
+        if !UNRESERVED_BYTE[usize::from(byte)] {
             out.push_str(&value[copied..i]);
             out.push('%');
             out.push(char::from(HEX_UPPER[usize::from(byte >> 4)]));
@@ -291,9 +325,10 @@ fn escape_into(value: &str, out: &mut String) {
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-/// [`is_unreserved`] for each ASCII byte.
-const UNRESERVED_ASCII: [bool; 128] = {
-    let mut table = [false; 128];
+/// [`is_unreserved`] for each byte of UTF-8 text: every byte of a non-ASCII character is,
+/// so one lookup decides.
+const UNRESERVED_BYTE: [bool; 256] = {
+    let mut table = [true; 256];
     let mut byte = 0;
     while byte < 128 {
         table[byte] = (byte as u8).is_ascii_alphanumeric() || matches!(byte as u8, b'-' | b'.' | b'_' | b'~');
@@ -362,6 +397,27 @@ mod tests {
             let expected = if is_unreserved(c) { format!("a{c}b") } else { format!("a%{:02X}b", c as u32) };
             assert_eq!(out, expected);
         }
+    }
+
+    #[test]
+    fn ascii_trimming_matches_str_trim() {
+        for c in (0u8..=0x7f).map(char::from) {
+            for text in [format!("{c}"), format!("{c}a{c}"), format!("{c}{c}a b{c}"), format!("a{c}")] {
+                assert_eq!(trim_ascii(&text), text.trim(), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_part_that_builds_a_key_gets_its_own_buffers() {
+        struct Nested;
+        impl KeyPart for Nested {
+            fn write_key_text(&self, out: &mut String) {
+                out.push_str(&key(INVOICE, &[&"Inner", &"x"]).unwrap());
+            }
+        }
+        assert_eq!(key(INVOICE, &[&Nested, &"Y"]).unwrap(), "invoice:invoice%3Ainner%3Ax:y");
+        assert_eq!(key(INVOICE, &[&"acme", &"2026-10"]).unwrap(), "invoice:acme:2026-10");
     }
 
     #[test]

@@ -45,17 +45,18 @@ pub(crate) fn decide(
     };
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
-        let list: Vec<String> =
-            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored, d.requested)).collect();
-        let error = Error::new(
-            ErrorCode::Conflict,
-            format!("{}: {key} was already requested with other values: {}", tool.name, list.join("; ")),
-        )
-        .with_suggestion(format!(
-            "ask the user before changing or adding anything; call {} to see the first request's result",
-            tool.status_fn
-        ))
-        .with_differences(differing);
+        let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
+        for (i, d) in differing.iter().enumerate() {
+            let separator = if i == 0 { "" } else { "; " };
+            message.extend([separator, &d.field, " was ", &d.stored, ", now ", &d.requested]);
+        }
+        let error = Error::new(ErrorCode::Conflict, message)
+            .with_suggestion(concat(&[
+                "ask the user before changing or adding anything; call ",
+                tool.status_fn,
+                " to see the first request's result",
+            ]))
+            .with_differences(differing);
         return Step::Answer(Outcome::Conflict, Answer::Error(error));
     }
     match record.state {
@@ -73,9 +74,18 @@ pub(crate) fn decide(
     }
 }
 
+/// Every concurrent duplicate gets this answer, so it is put together without `format!`
+/// (whose formatting machinery cost as much as the rest of the answer).
 pub(crate) fn in_progress(tool: &Tool, key: &Key) -> Error {
-    Error::new(ErrorCode::InProgress, format!("{}: {key} is still in progress", tool.name))
-        .with_suggestion(format!("do not call {} again; call {} in a few seconds", tool.name, tool.status_fn))
+    Error::new(ErrorCode::InProgress, concat(&[tool.name, ": ", key, " is still in progress"]))
+        .with_suggestion(concat(&["do not call ", tool.name, " again; call ", tool.status_fn, " in a few seconds"]))
+}
+
+/// The pieces joined, in one allocation.
+fn concat(pieces: &[&str]) -> String {
+    let mut out = String::with_capacity(pieces.iter().map(|piece| piece.len()).sum());
+    pieces.iter().for_each(|piece| out.push_str(piece));
+    out
 }
 
 pub(crate) fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
@@ -109,4 +119,69 @@ pub(crate) fn unreadable(tool: &Tool, key: &Key, what: &str, error: &serde_json:
         ),
     )
     .with_suggestion(format!("a person must inspect the record for {key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{FieldMode, Segment, build_key};
+    use crate::metrics::Counters;
+    use crate::store::{Record, RecordState};
+
+    static TOOL: Tool = Tool {
+        name: "send_invoice",
+        namespace: "test::send_invoice",
+        template: &[
+            Segment::Literal("invoice:"),
+            Segment::Field("customer", FieldMode { normalize: true, hash: false }),
+        ],
+        compare: &["amount", "currency"],
+        status_fn: "send_invoice_status",
+        lease: std::time::Duration::from_secs(60),
+        retain: std::time::Duration::from_secs(60),
+        counters: Counters::new(),
+    };
+
+    #[test]
+    fn in_progress_names_the_key_and_the_status_function() {
+        let key = build_key(TOOL.name, TOOL.template, &[&"acme"]).unwrap();
+        let error = in_progress(&TOOL, &key);
+        assert_eq!(error.code(), ErrorCode::InProgress);
+        assert_eq!(error.message(), "send_invoice: invoice:acme is still in progress");
+        assert_eq!(
+            error.suggestion(),
+            Some("do not call send_invoice again; call send_invoice_status in a few seconds")
+        );
+    }
+
+    #[test]
+    fn a_conflict_names_every_differing_field() {
+        let key = build_key(TOOL.name, TOOL.template, &[&"acme"]).unwrap();
+        let record = Record {
+            request: r#"{"amount":120.0,"currency":"EUR"}"#.into(),
+            token: Token(1),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            retain_until_ms: None,
+            state: RecordState::Completed { result: "{}".into() },
+        };
+        let requested = r#"{"amount":150.0,"currency":"USD"}"#;
+        let Step::Answer(Outcome::Conflict, Answer::Error(error)) =
+            decide(&TOOL, &key, requested, Ok(Reservation::Existing(record)), false)
+        else {
+            panic!("expected a conflict");
+        };
+        assert_eq!(
+            error.message(),
+            "send_invoice: invoice:acme was already requested with other values: \
+             amount was 120.0, now 150.0; currency was \"EUR\", now \"USD\""
+        );
+        assert_eq!(
+            error.suggestion(),
+            Some(
+                "ask the user before changing or adding anything; \
+                 call send_invoice_status to see the first request's result"
+            )
+        );
+    }
 }

@@ -1,15 +1,19 @@
 //! The one driver of a call, for sync and async tools alike: reserve, decide, reconcile
 //! an abandoned reservation, run the body, settle. Sync tools run it over a store whose
 //! futures are always ready (see [`Blocking`]), so every branch is written once.
+//!
+//! The driver reaches the store through [`Driven`] rather than [`AsyncStore`], whose boxed
+//! futures would cost a sync tool an allocation per store operation for nothing.
 
-use std::future::Future;
+use std::future::{Future, ready};
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::key::Key;
 use crate::observe::Outcome;
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{AsyncStore, Completion, RecordId, Reserve, Store, StoreError, Token};
+use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
 
 use super::decide::{Answer, Step, decide, store_unavailable, unknown, unreadable};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
@@ -28,7 +32,7 @@ const COMPLETE_ATTEMPTS: usize = 3;
 
 pub(crate) async fn drive<S, O, B, H, P>(call: Call, store: &S, body: B, hook: &H, policy: &P) -> Ran<O>
 where
-    S: AsyncStore + ?Sized,
+    S: Driven,
     O: ToolOutput,
     B: Future<Output = O>,
     H: Reconcile<O::Value>,
@@ -87,7 +91,7 @@ async fn reconcile<S, T, H>(
     hook: &H,
 ) -> Result<Token, (Outcome, Answer)>
 where
-    S: AsyncStore + ?Sized,
+    S: Driven,
     T: serde::Serialize,
     H: Reconcile<T>,
 {
@@ -256,15 +260,99 @@ impl Drop for Abandon<'_> {
     }
 }
 
+/// The store operations the driver awaits, with futures of each store's own type.
+pub(crate) trait Driven {
+    fn reserve<'a>(&'a self, request: Reserve<'a>)
+    -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a;
+    fn take_over<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        expired: Token,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a;
+    fn complete<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+        completion: Completion<'a>,
+        retain: Duration,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    fn release<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    fn abandon<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+}
+
 /// A sync store seen as an async one whose futures are ready at once, for the driver.
 pub(crate) struct Blocking<'s, S: ?Sized>(pub(crate) &'s S);
 
-crate::store::async_store_from_sync!(impl['s, S: Store + ?Sized] Blocking<'s, S>, |this| this.0);
+/// An async store, for the driver.
+pub(crate) struct Async<'s, S: ?Sized>(pub(crate) &'s S);
 
-/// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end.
-pub(crate) fn ready_now<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    match future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+/// Implements [`Driven`] for a wrapper of `$store`: `$wrap` turns what the store's method
+/// returned (`$returned`) into the future.
+macro_rules! driven {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr) => {
+        impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
+            fn reserve<'a>(
+                &'a self,
+                request: Reserve<'a>,
+            ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a {
+                let $returned = $store::reserve(self.0, request);
+                $wrap
+            }
+            fn take_over<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                expired: Token,
+                lease: Duration,
+            ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a {
+                let $returned = $store::take_over(self.0, id, expired, lease);
+                $wrap
+            }
+            fn complete<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                token: Token,
+                completion: Completion<'a>,
+                retain: Duration,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
+                let $returned = $store::complete(self.0, id, token, completion, retain);
+                $wrap
+            }
+            fn release<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                token: Token,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
+                let $returned = $store::release(self.0, id, token);
+                $wrap
+            }
+            fn abandon<'a>(
+                &'a self,
+                id: RecordId<'a>,
+                token: Token,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
+                let $returned = $store::abandon(self.0, id, token);
+                $wrap
+            }
+        }
+    };
+}
+
+driven!(Blocking, Store, |result| ready(result));
+driven!(Async, AsyncStore, |future| future);
+
+/// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
+/// takes the future pinned where it was made, so the large state machine is not moved.
+pub(crate) fn ready_now<F: Future>(future: std::pin::Pin<&mut F>) -> F::Output {
+    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
         std::task::Poll::Ready(output) => output,
         std::task::Poll::Pending => unreachable!("a sync tool's call waited: every step of it is ready at once"),
     }

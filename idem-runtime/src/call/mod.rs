@@ -22,7 +22,7 @@ use crate::scope::Scope;
 use crate::store::{AsyncStore, Store};
 
 pub(crate) use decide::store_unavailable;
-use drive::{Blocking, drive, ready_now};
+use drive::{Async, Blocking, drive, ready_now};
 pub use hooks::{
     Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,
 };
@@ -94,7 +94,7 @@ where
     P: ErrorPolicy<O>,
 {
     let (tool, started) = (call.tool, call.started);
-    let ran = ready_now(drive(call, &Blocking(store), async move { body() }, &hook, &policy));
+    let ran = ready_now(std::pin::pin!(drive(call, &Blocking(store), async move { body() }, &hook, &policy)));
     record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
 }
@@ -109,7 +109,7 @@ where
     P: ErrorPolicy<O>,
 {
     let (tool, started) = (call.tool, call.started);
-    let ran = drive(call, store, body, &hook, &policy).await;
+    let ran = drive(call, &Async(store), body, &hook, &policy).await;
     record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
 }

@@ -8,7 +8,7 @@ use crate::store::AsyncStore;
 use super::Call;
 #[cfg(feature = "tokio")]
 use {
-    super::drive::drive,
+    super::drive::{Async, drive},
     super::hooks::{ErrorPolicy, Reconcile},
     crate::error::{Error, ErrorCode},
     crate::key::Key,
@@ -41,7 +41,7 @@ where
     let key = call.key.as_ref().ok().cloned();
     // The task emits its own event and count: it may finish long after its caller left.
     let task = tokio::spawn(async move {
-        let ran = drive(call, store, body, &hook, &policy).await;
+        let ran = drive(call, &Async(store), body, &hook, &policy).await;
         emit(tool, ran.key.as_ref(), ran.outcome, started);
         ran
     });

@@ -243,7 +243,8 @@ pub trait AsyncStore: Send + Sync {
 
 /// Implements [`AsyncStore`] through [`Store`] with futures that are ready at once: for
 /// stores quick enough to answer on the calling task (the memory store; SQLite on a local
-/// disk), and for sync tools' calls. `$sync` names the sync store, given `$this: &Self`.
+/// disk). `$sync` names the sync store, given `$this: &Self`. (Sync tools' calls do not
+/// go through it: the driver reaches a sync store without boxing, see `call::drive`.)
 macro_rules! async_store_from_sync {
     ($ty:ty) => {
         $crate::store::async_store_from_sync!(impl[] $ty, |this| this);

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
@@ -51,7 +51,7 @@ const RESERVE_ROUNDS: usize = 3;
 /// SQLite's current time in milliseconds; constant within one statement.
 macro_rules! now_ms {
     () => {
-        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+        "CAST(unixepoch('subsec')*1000 AS INTEGER)"
     };
 }
 
@@ -87,21 +87,27 @@ const MIGRATE_1_TO_2: &str = concat!(
      PRAGMA user_version = 2;"
 );
 
+// The statements of every call (INSERT, SELECT, COMPLETE) are written without spare
+// spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
+// from its cache, about three instructions a byte.
+
 /// Only ever runs after a read found no record, so a conflict means another caller won a
 /// race for the key; the new row's rowid is the token. It neither reads `idem_records`
 /// nor uses `RETURNING`: either makes SQLite build a temporary table on every call.
 const INSERT: &str = concat!(
-    "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
-     lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, now.ms, now.ms, now.ms + ?4 FROM (SELECT ",
+    "INSERT INTO idem_records(namespace,key,state,request,created_at_ms,updated_at_ms,lease_until_ms)",
+    "SELECT ?1,?2,'in_progress',?3,ms,ms,ms+?4 FROM(SELECT ",
     now_ms!(),
-    " AS ms) AS now WHERE true ON CONFLICT (namespace, key) DO NOTHING"
+    " AS ms)WHERE true ON CONFLICT(namespace,key)DO NOTHING"
 );
 
+/// The columns [`read_record`] reads. The lease's end is compared with the clock only for
+/// in-progress records: reading the clock costs more than the rest of a replay's row.
 const SELECT: &str = concat!(
-    "SELECT token, state, request, result, created_at_ms, updated_at_ms, lease_until_ms, ",
-    "CASE WHEN lease_until_ms IS NOT NULL THEN lease_until_ms <= ",
+    "SELECT token,state,request,result,created_at_ms,updated_at_ms,lease_until_ms,",
+    "CASE WHEN lease_until_ms NOTNULL THEN lease_until_ms<=",
     now_ms!(),
-    " END, retain_until_ms FROM idem_records WHERE namespace = ?1 AND key = ?2"
+    " END,retain_until_ms FROM idem_records WHERE namespace=?1 AND key=?2"
 );
 
 /// The abandoned row, if `token` still holds it and its lease has ended.
@@ -129,12 +135,11 @@ const ABANDON: &str = concat!(
 );
 
 const COMPLETE: &str = concat!(
-    "UPDATE idem_records SET state = ?1, result = ?2, updated_at_ms = ",
+    "UPDATE idem_records SET state=?1,result=?2,updated_at_ms=",
     now_ms!(),
-    ", retain_until_ms = ",
+    ",retain_until_ms=",
     now_ms!(),
-    " + ?6, lease_until_ms = NULL ",
-    "WHERE token = ?3 AND namespace = ?4 AND key = ?5 AND state = 'in_progress'"
+    "+?6,lease_until_ms=NULL WHERE token=?3 AND namespace=?4 AND key=?5 AND state='in_progress'"
 );
 
 const RELEASE: &str = "DELETE FROM idem_records \
@@ -358,31 +363,31 @@ fn backend(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(error))
 }
 
-/// The `state` column, read without copying it.
-enum State {
-    InProgress,
-    Completed,
-    Failed,
-    Unknown(String),
-}
-
-/// Reads one record row (the columns of [`SELECT`]).
+/// Reads one record row (the columns of [`SELECT`]). Each state's own columns are read
+/// only for that state: a replay never converts the lease columns.
 fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
     let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
     let row = stmt
-        .query_row(params![id.namespace, id.key], |row| {
-            let token: i64 = row.get(0)?;
+        .query_row((id.namespace, id.key), |row| {
             let state = match row.get_ref(1)?.as_str()? {
-                "in_progress" => State::InProgress,
-                "completed" => State::Completed,
-                "failed" => State::Failed,
-                other => State::Unknown(other.to_owned()),
+                "in_progress" => match (row.get(6)?, row.get(7)?) {
+                    (Some(lease_until_ms), Some(lease_expired)) => {
+                        Ok(RecordState::InProgress { lease_until_ms, lease_expired })
+                    }
+                    _ => Err("in progress without a lease end".to_owned()),
+                },
+                "completed" => row
+                    .get::<_, Option<String>>(3)?
+                    .map(|result| RecordState::Completed { result })
+                    .ok_or_else(no_result),
+                "failed" => {
+                    row.get::<_, Option<String>>(3)?.map(|error| RecordState::Failed { error }).ok_or_else(no_result)
+                }
+                other => Err(format!("unknown state {other:?}")),
             };
-            let result: Option<String> = row.get(3)?;
-            let lease: (Option<i64>, Option<bool>) = (row.get(6)?, row.get(7)?);
-            let retain_until_ms: Option<i64> = row.get(8)?;
-            Ok((token, state, row.get(2)?, result, (row.get(4)?, row.get(5)?, retain_until_ms), lease))
+            let token: i64 = row.get(0)?;
+            Ok((token, state, row.get(2)?, (row.get(4)?, row.get(5)?, row.get(8)?)))
         })
         .optional()
         .map_err(|e| match e {
@@ -391,23 +396,17 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             | rusqlite::Error::IntegralValueOutOfRange(..) => corrupt(e.to_string()),
             e => backend(e),
         })?;
-    let Some((token, state, request, result, (created_at_ms, updated_at_ms, retain_until_ms), lease)) = row else {
+    let Some((token, state, request, (created_at_ms, updated_at_ms, retain_until_ms))) = row else {
         return Ok(None);
     };
-    let state = match (state, result, lease) {
-        (State::InProgress, _, (Some(lease_until_ms), Some(lease_expired))) => {
-            RecordState::InProgress { lease_until_ms, lease_expired }
-        }
-        (State::InProgress, _, _) => return Err(corrupt("in progress without a lease end".into())),
-        (State::Completed, Some(result), _) => RecordState::Completed { result },
-        (State::Failed, Some(error), _) => RecordState::Failed { error },
-        (State::Completed | State::Failed, None, _) => {
-            return Err(corrupt("settled without a result".into()));
-        }
-        (State::Unknown(other), ..) => return Err(corrupt(format!("unknown state {other:?}"))),
-    };
+    let state = state.map_err(corrupt)?;
     let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
     Ok(Some(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state }))
+}
+
+/// Why a settled row without a result is corrupt.
+fn no_result() -> String {
+    "settled without a result".to_owned()
 }
 
 impl Store for SqliteStore {
@@ -422,7 +421,7 @@ impl Store for SqliteStore {
                 }
                 let inserted = conn
                     .prepare_cached(INSERT)
-                    .and_then(|mut stmt| stmt.execute(params![id.namespace, id.key, request.request, lease]))
+                    .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request.request, lease)))
                     .map_err(backend)?;
                 if inserted == 1 {
                     // The connection is this call's alone until it is put back.
@@ -449,8 +448,7 @@ impl Store for SqliteStore {
             let found: Option<(String, i64)> = tx
                 .prepare_cached(TAKE_OVER_FIND)
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![expired, id.namespace, id.key], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()
+                    stmt.query_row((expired, id.namespace, id.key), |row| Ok((row.get(0)?, row.get(1)?))).optional()
                 })
                 .map_err(backend)?;
             let Some((request, created_at_ms)) = found else {
@@ -460,9 +458,7 @@ impl Store for SqliteStore {
             let token: i64 = tx
                 .prepare_cached(TAKE_OVER_INSERT)
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![id.namespace, id.key, request, created_at_ms, duration_ms(lease)], |row| {
-                        row.get(0)
-                    })
+                    stmt.query_row((id.namespace, id.key, request, created_at_ms, duration_ms(lease)), |row| row.get(0))
                 })
                 .map_err(backend)?;
             tx.commit().map_err(backend)?;
@@ -483,17 +479,17 @@ impl Store for SqliteStore {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        self.execute_fenced(COMPLETE, params![state, result, token, id.namespace, id.key, duration_ms(retain)])
+        self.execute_fenced(COMPLETE, (state, result, token, id.namespace, id.key, duration_ms(retain)))
     }
 
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(ABANDON, params![token, id.namespace, id.key])
+        self.execute_fenced(ABANDON, (token, id.namespace, id.key))
     }
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(RELEASE, params![token, id.namespace, id.key])
+        self.execute_fenced(RELEASE, (token, id.namespace, id.key))
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
@@ -504,7 +500,7 @@ impl Store for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(|conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
-            stmt.execute(params![limit]).map_err(backend)
+            stmt.execute([limit]).map_err(backend)
         })
     }
 }

@@ -3,6 +3,8 @@
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rusqlite::params;
+
 use super::*;
 use crate::testing::conformance::{check_exclusive_reserve, check_store};
 

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use rusqlite::{Transaction, TransactionBehavior, params};
+use rusqlite::{Transaction, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -236,7 +236,7 @@ impl SqliteStore {
                 .map_err(|e| unavailable(backend(e)))?;
             let inserted = tx
                 .prepare_cached(INSERT)
-                .and_then(|mut stmt| stmt.execute(params![id.namespace, id.key, request, lease]))
+                .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request, lease)))
                 .map_err(|e| unavailable(backend(e)))?;
             if inserted == 0 {
                 match read_record(&tx, id).map_err(unavailable)? {
@@ -253,7 +253,7 @@ impl SqliteStore {
             let changed = tx
                 .prepare_cached(COMPLETE)
                 .and_then(|mut stmt| {
-                    stmt.execute(params!["completed", json, token, id.namespace, id.key, duration_ms(retain)])
+                    stmt.execute(("completed", json, token, id.namespace, id.key, duration_ms(retain)))
                 })
                 .map_err(|e| unavailable(backend(e)))?;
             if changed != 1 {
