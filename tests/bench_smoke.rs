@@ -23,7 +23,7 @@ fn every_bench_runs_and_checks_its_answers() {
     // run says it skipped them.
     let postgres_rows = names.iter().filter(|(store, _)| *store == "PostgreSQL").count();
     if std::env::var_os("IDEM_TEST_DATABASE_URL").is_some_and(|url| !url.is_empty()) {
-        assert_eq!(postgres_rows, 7, "{names:?}");
+        assert_eq!(postgres_rows, 6, "{names:?}");
         assert!(report.postgres.as_deref().is_some_and(|server| server.contains("fsync=")));
     } else {
         assert_eq!((postgres_rows, &report.skipped[..]), (0, &["postgres"][..]));

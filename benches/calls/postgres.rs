@@ -46,16 +46,6 @@ impl PgTools {
     }
 }
 
-/// Who drives a hand-written client's connection (its socket IO).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Driver {
-    /// A task of the caller's runtime, as hand-written code usually spawns it.
-    CallerRuntime,
-    /// A thread of its own, as `PgStore` drives its pool (so that sync tools and any
-    /// runtime can use it): every statement crosses between threads twice.
-    OwnThread,
-}
-
 /// The same tool by hand with tokio-postgres, one connection, statements prepared once:
 /// `send_invoice` answers a repeat with one SELECT; `send_invoice_new` is the first-call
 /// path alone (INSERT .. ON CONFLICT DO NOTHING to reserve, UPDATE to complete). With
@@ -70,34 +60,13 @@ pub struct HandPg {
     pub effects: Effects,
 }
 
-/// Connects as `driver` says.
-async fn connect(url: &str, driver: Driver) -> Client {
-    match driver {
-        Driver::CallerRuntime => {
-            let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
-            tokio::spawn(connection);
-            client
-        }
-        Driver::OwnThread => {
-            let url = url.to_owned();
-            let (sender, receiver) = tokio::sync::oneshot::channel();
-            std::thread::spawn(move || {
-                let io = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                io.block_on(async move {
-                    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
-                    let _ = sender.send(client);
-                    let _ = connection.await;
-                });
-            });
-            receiver.await.unwrap()
-        }
-    }
-}
-
 impl HandPg {
     /// Connects, creates its table in `schema` (which exists) and prepares the statements.
-    async fn open(url: &str, schema: &str, table: HandSchema, driver: Driver) -> Self {
-        let client = connect(url, driver).await;
+    /// The connection is driven by a task of the caller's runtime, as hand-written code
+    /// spawns it (and as `PgStore` does for async tools on a multi-threaded runtime).
+    async fn open(url: &str, schema: &str, table: HandSchema) -> Self {
+        let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
+        tokio::spawn(connection);
         let (reserve, complete, select) = match table {
             HandSchema::Minimal => {
                 let table = format!("{schema}.hand_invoices");
@@ -264,9 +233,8 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
     let (hands, admin, server) = runtime.block_on(async {
         store.migrate().await.unwrap();
         let hands = [
-            HandPg::open(&url, &schema, HandSchema::Minimal, Driver::CallerRuntime).await,
-            HandPg::open(&url, &schema, HandSchema::IdemLike, Driver::CallerRuntime).await,
-            HandPg::open(&url, &schema, HandSchema::IdemLike, Driver::OwnThread).await,
+            HandPg::open(&url, &schema, HandSchema::Minimal).await,
+            HandPg::open(&url, &schema, HandSchema::IdemLike).await,
         ];
         let (admin, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
         tokio::spawn(connection);
@@ -275,21 +243,14 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
     });
     report.postgres = Some(server);
     let tools = Arc::new(PgTools { store, effects: Arc::default() });
-    let [hand, like, like_io] = &hands;
+    let [hand, like] = &hands;
     let store_name = "PostgreSQL";
 
     // First calls against the minimal table, then against idem's table written with plain
-    // statements (what the schema costs), then the same over a connection on a thread of
-    // its own (what PgStore's IO thread costs): what is left is idem's statements and code.
-    let firsts: [(&str, &Arc<HandPg>, &str, Target); 3] = [
+    // statements: what the schema costs apart from idem's statements and code.
+    let firsts: [(&str, &Arc<HandPg>, &str, Target); 2] = [
         ("first call", hand, "tokio-postgres: INSERT + UPDATE", Target::RatioAtMost(1.2)),
         ("first call, same schema", like, "tokio-postgres: INSERT + UPDATE, idem's table", Target::None),
-        (
-            "first call, same schema, IO thread",
-            like_io,
-            "tokio-postgres: INSERT + UPDATE, idem's table, own IO thread",
-            Target::None,
-        ),
     ];
     for (call, side, baseline, target) in firsts {
         let pair = compare(
@@ -310,7 +271,7 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
             let args = Args::new(customer.clone(), AMOUNT);
             fresh(&idem_call(Arc::clone(&tools), args.clone()).await);
             fresh(&hand_first(Arc::clone(hand), args.clone()).await);
-            fresh(&hand_first(Arc::clone(like_io), args).await);
+            fresh(&hand_first(Arc::clone(like), args).await);
         }
         for customer in &busy {
             hand.reserve_only(customer).await;
@@ -341,12 +302,12 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
             target: Target::RatioAtMost(1.2),
         },
         Repeat {
-            call: "replay, same schema, IO thread",
+            call: "replay, same schema",
             keys: &pool,
             amount: AMOUNT,
             check: replayed,
-            side: like_io,
-            baseline: "tokio-postgres: SELECT, idem's table, own IO thread",
+            side: like,
+            baseline: "tokio-postgres: SELECT, idem's table",
             target: Target::None,
         },
         Repeat {
@@ -380,7 +341,7 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
     let seeded = pool.len() as u64;
     assert_eq!(tools.effects.total(), idem_first_calls + seeded, "repeats must not run the body");
     assert_eq!(hand.effects.total(), hand_first_calls[0] + seeded);
-    assert_eq!(like_io.effects.total(), hand_first_calls[2] + seeded);
+    assert_eq!(like.effects.total(), hand_first_calls[1] + seeded);
     drop(hands);
     runtime.block_on(admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))).unwrap();
 }
