@@ -14,11 +14,18 @@ pub(super) struct Migration {
 }
 
 /// Every migration, oldest first. A new schema version is a new entry (and a new file).
-pub(super) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "records table, token sequence, retention index",
-    sql: include_str!("migrations/0001_records.sql"),
-}];
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "records table, token sequence, retention index",
+        sql: include_str!("migrations/0001_records.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "no CHECK constraints: the store's statements keep them, reads check them",
+        sql: include_str!("migrations/0002_no_check_constraints.sql"),
+    },
+];
 
 /// The schema version this code reads and writes: the last migration's.
 pub(super) const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -130,9 +130,38 @@ fn first_use_creates_the_schema_and_records_its_version() {
            END IF;
          END $$;",
         s = store.schema(),
-        v = schema::SCHEMA_VERSION,
+        v = schema::MIGRATIONS.iter().map(|m| m.version.to_string()).collect::<Vec<_>>().join(","),
     );
     db.sql(&check).unwrap();
+}
+
+/// A schema at version 1, with records in it, is brought to the current version by the
+/// next store that uses it, its records intact.
+#[test]
+fn a_version_1_schema_is_migrated_with_its_records() {
+    let Some(db) = TestDb::get("a_version_1_schema_is_migrated_with_its_records") else { return };
+    let old = db.store();
+    assert!(matches!(reserve(&old, "kept"), Ok(Reservation::Acquired { .. })));
+    let s = old.schema().to_owned();
+    // Back to what version 1 left: its constraints, its version row only.
+    db.sql(&format!(
+        "ALTER TABLE {s}.idem_records ADD CONSTRAINT idem_records_state
+             CHECK (state IN ('in_progress', 'completed', 'failed'));
+         DELETE FROM {s}.idem_schema_version WHERE version > 1;"
+    ))
+    .unwrap();
+    let store = PgStore::builder(&db.url).schema(&s).build().unwrap();
+    assert!(matches!(Store::read(&store, id("kept")), Ok(Some(_))), "the record survives the migration");
+    db.sql(&format!(
+        "DO $$ BEGIN
+           IF (SELECT max(version) FROM {s}.idem_schema_version) <> {v} THEN RAISE EXCEPTION 'not migrated'; END IF;
+           IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '{s}.idem_records'::regclass AND contype = 'c') THEN
+             RAISE EXCEPTION 'CHECK constraints left';
+           END IF;
+         END $$;",
+        v = schema::SCHEMA_VERSION,
+    ))
+    .unwrap();
 }
 
 #[test]
@@ -169,8 +198,7 @@ fn unreadable_rows_are_corrupt_and_name_the_key() {
     store.migrate_blocking().unwrap();
     let s = store.schema();
     db.sql(&format!(
-        "ALTER TABLE {s}.idem_records DROP CONSTRAINT idem_records_state, DROP CONSTRAINT idem_records_settled;
-         INSERT INTO {s}.idem_records (namespace, key, state, request, created_at, updated_at)
+        "INSERT INTO {s}.idem_records (namespace, key, state, request, created_at, updated_at)
          VALUES ('pg-test', 'odd-state', 'paused', '{{}}', now(), now()),
                 ('pg-test', 'no-result', 'completed', '{{}}', now(), now()),
                 ('pg-test', 'no-lease', 'in_progress', '{{}}', now(), now());"
