@@ -107,6 +107,20 @@ pub fn sync_pragma(sync: Synchronous) -> &'static str {
     }
 }
 
+/// A hand-written tool's answer for a key that has a record with `stored` amount and
+/// `result` (none while in progress): CONFLICT, IN_PROGRESS or the stored result.
+pub fn answer_existing(stored: f64, result: Option<&str>, requested: f64) -> Result<Invoice, ToolError> {
+    if stored != requested {
+        return Err(ToolError::Conflict { stored, requested });
+    }
+    match result {
+        None => Err(ToolError::InProgress),
+        Some(json) => serde_json::from_str::<Invoice>(json)
+            .map(|invoice| Invoice { replayed: true, ..invoice })
+            .map_err(store_error),
+    }
+}
+
 pub fn store_error(error: impl std::fmt::Display) -> ToolError {
     ToolError::Store(error.to_string())
 }
@@ -181,19 +195,10 @@ impl HandSqlite {
         let row = self.conn.prepare_cached(HAND_SELECT).and_then(|mut select| {
             select.query_row([key], |row| Ok((row.get::<_, f64>(0)?, row.get::<_, Option<String>>(1)?))).optional()
         });
-        let (stored, result) = match row {
-            Ok(row) => row?,
-            Err(error) => return Some(Err(store_error(error))),
-        };
-        if stored != amount {
-            return Some(Err(ToolError::Conflict { stored, requested: amount }));
+        match row {
+            Ok(row) => row.map(|(stored, result)| answer_existing(stored, result.as_deref(), amount)),
+            Err(error) => Some(Err(store_error(error))),
         }
-        Some(match result {
-            None => Err(ToolError::InProgress),
-            Some(json) => serde_json::from_str::<Invoice>(&json)
-                .map(|invoice| Invoice { replayed: true, ..invoice })
-                .map_err(store_error),
-        })
     }
 
     pub fn reserve_only(&self, customer: &str) {

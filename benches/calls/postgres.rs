@@ -15,7 +15,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::Settings;
-use super::hand::{HandSchema, store_error};
+use super::hand::{HandSchema, answer_existing, store_error};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
@@ -152,20 +152,10 @@ impl HandPg {
 
     /// The answer for a key that has a record: CONFLICT, IN_PROGRESS or the stored result.
     async fn existing(&self, key: &str, amount: f64) -> Option<Result<Invoice, ToolError>> {
-        let row = match self.client.query_opt(&self.select, &[&key]).await {
-            Ok(row) => row?,
-            Err(error) => return Some(Err(store_error(error))),
-        };
-        let (stored, result): (f64, Option<String>) = (row.get(0), row.get(1));
-        if stored != amount {
-            return Some(Err(ToolError::Conflict { stored, requested: amount }));
+        match self.client.query_opt(&self.select, &[&key]).await {
+            Ok(row) => row.map(|row| answer_existing(row.get(0), row.get(1), amount)),
+            Err(error) => Some(Err(store_error(error))),
         }
-        Some(match result {
-            None => Err(ToolError::InProgress),
-            Some(json) => serde_json::from_str::<Invoice>(&json)
-                .map(|invoice| Invoice { replayed: true, ..invoice })
-                .map_err(store_error),
-        })
     }
 
     async fn reserve_only(&self, customer: &str) {

@@ -382,7 +382,8 @@ fn per_call_costs() {
     const N: usize = 2000;
     let store = db.store();
     store.migrate_blocking().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Multi-threaded, as servers run: the async calls use connections its workers drive.
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let keys: Vec<String> = (0..N).map(|i| format!("cost-{i}")).collect();
     let time = |what: &str, f: &mut dyn FnMut(&str)| {
         let started = Instant::now();
