@@ -112,6 +112,30 @@ pub enum RecordState {
     },
 }
 
+impl RecordState {
+    /// The state a bundled store's row holds, from its `state`, `result` and lease
+    /// (end, ended) columns, or why the row breaks the invariants every store keeps: a
+    /// known state, a lease for an in-progress record, a result for a settled one.
+    /// `result` is only looked at for settled states and `lease` only for in-progress ones,
+    /// so a store need not read what the state does not use.
+    pub(crate) fn from_columns(
+        state: &str,
+        result: Option<String>,
+        lease: (Option<i64>, Option<bool>),
+    ) -> Result<RecordState, String> {
+        match (state, result, lease) {
+            ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
+                Ok(RecordState::InProgress { lease_until_ms, lease_expired })
+            }
+            ("in_progress", _, _) => Err("in progress without a lease end".to_owned()),
+            ("completed", Some(result), _) => Ok(RecordState::Completed { result }),
+            ("failed", Some(error), _) => Ok(RecordState::Failed { error }),
+            ("completed" | "failed", None, _) => Err("settled without a result".to_owned()),
+            (other, ..) => Err(format!("unknown state {other:?}")),
+        }
+    }
+}
+
 /// How a reservation is settled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Completion<'a> {

@@ -97,16 +97,7 @@ pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, S
     let updated_at_ms = required(5, "updated_at")?;
     let lease: (Option<i64>, Option<bool>) = (time(6)?, row.try_get(at + 7).map_err(get_err)?);
     let retain_until_ms = time(8)?;
-    let state = match (state, result, lease) {
-        ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
-            RecordState::InProgress { lease_until_ms, lease_expired }
-        }
-        ("in_progress", _, _) => return Err(corrupt(id, "in progress without a lease end")),
-        ("completed", Some(result), _) => RecordState::Completed { result },
-        ("failed", Some(error), _) => RecordState::Failed { error },
-        ("completed" | "failed", None, _) => return Err(corrupt(id, "settled without a result")),
-        (other, ..) => return Err(corrupt(id, format!("unknown state {other:?}"))),
-    };
+    let state = RecordState::from_columns(state, result, lease).map_err(|why| corrupt(id, why))?;
     Ok(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state })
 }
 

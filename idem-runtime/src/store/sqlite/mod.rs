@@ -370,22 +370,11 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
     let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
     let row = stmt
         .query_row((id.namespace, id.key), |row| {
-            let state = match row.get_ref(1)?.as_str()? {
-                "in_progress" => match (row.get(6)?, row.get(7)?) {
-                    (Some(lease_until_ms), Some(lease_expired)) => {
-                        Ok(RecordState::InProgress { lease_until_ms, lease_expired })
-                    }
-                    _ => Err("in progress without a lease end".to_owned()),
-                },
-                "completed" => row
-                    .get::<_, Option<String>>(3)?
-                    .map(|result| RecordState::Completed { result })
-                    .ok_or_else(no_result),
-                "failed" => {
-                    row.get::<_, Option<String>>(3)?.map(|error| RecordState::Failed { error }).ok_or_else(no_result)
-                }
-                other => Err(format!("unknown state {other:?}")),
-            };
+            let state = row.get_ref(1)?.as_str()?;
+            let in_progress = state == "in_progress";
+            let result = if in_progress { None } else { row.get(3)? };
+            let lease = if in_progress { (row.get(6)?, row.get(7)?) } else { (None, None) };
+            let state = RecordState::from_columns(state, result, lease);
             let token: i64 = row.get(0)?;
             Ok((token, state, row.get(2)?, (row.get(4)?, row.get(5)?, row.get(8)?)))
         })
@@ -402,11 +391,6 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
     let state = state.map_err(corrupt)?;
     let token = Token(u64::try_from(token).map_err(|_| corrupt(format!("negative token {token}")))?);
     Ok(Some(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state }))
-}
-
-/// Why a settled row without a result is corrupt.
-fn no_result() -> String {
-    "settled without a result".to_owned()
 }
 
 impl Store for SqliteStore {
