@@ -153,13 +153,16 @@ impl Pool {
         };
         let evicted = {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-            idle.retain(|conn| !conn.client.is_closed());
-            if let Some(at) = idle.iter().rposition(|conn| conn.driver == driver) {
+            while let Some(at) = idle.iter().rposition(|conn| conn.driver == driver) {
                 let conn = idle.swap_remove(at);
-                return Ok(Pooled { conn: Some(conn), pool: self, permit: Some(permit) });
+                if !conn.client.is_closed() {
+                    return Ok(Pooled { conn: Some(conn), pool: self, permit: Some(permit) });
+                }
             }
-            // A new connection: close an idle one of another driver if that keeps the open
-            // connections within `max` (the out ones include this caller's).
+            // A new connection (the rare path): drop the closed ones of runtimes that ended,
+            // then close an idle one of another driver if that keeps the open connections
+            // within `max` (the out ones include this caller's).
+            idle.retain(|conn| !conn.client.is_closed());
             let out = self.max - self.permits.available_permits();
             (idle.len() + out > self.max).then(|| idle.remove(0))
         };
