@@ -1,6 +1,6 @@
 //! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`,
 //! `namespace = "..."`, `lease = "5m"`, `retain = "7d"`, `timeout = "2s"`,
-//! `on_error = keep`, `reconcile = expr`.
+//! `on_error = keep`, `reconcile = expr`, `crate = "my_idem"`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -9,7 +9,8 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, namespace, lease, retain, timeout, on_error, reconcile";
+const EXPECTED: &str =
+    "expected one of: key, compare, store, namespace, lease, retain, timeout, on_error, reconcile, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -24,6 +25,8 @@ pub struct Args {
     /// `on_error = keep`: the body's errors are the final answer.
     pub keep_errors: Option<Ident>,
     pub reconcile: Option<Expr>,
+    /// `crate = "my_idem"`: the path of the facade when the user's Cargo.toml renames it.
+    pub krate: Option<syn::Path>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
     /// after it are unknown and must not be reported missing.
     pub complete: bool,
@@ -68,6 +71,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         timeout: None,
         keep_errors: None,
         reconcile: None,
+        krate: None,
         complete: true,
     };
     let mut on_error_seen = false;
@@ -88,6 +92,10 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),
             "timeout" => set_once(&meta, &mut args.timeout, "timeout", || duration(&meta, "timeout")),
             "reconcile" => set_once(&meta, &mut args.reconcile, "reconcile", || meta.value()?.parse()),
+            "crate" => set_once(&meta, &mut args.krate, "crate", || {
+                let text = string(&meta, CRATE_HELP)?;
+                text.parse_with(syn::Path::parse_mod_style).map_err(|_| syn::Error::new(text.span(), CRATE_HELP))
+            }),
             "on_error" => {
                 if on_error_seen {
                     return Err(meta.error("duplicate argument `on_error`; give it once"));
@@ -147,6 +155,8 @@ fn set_once<T>(
     *slot = Some(parse()?);
     Ok(())
 }
+
+const CRATE_HELP: &str = "`crate` takes the name your Cargo.toml gives idem as a string literal, e.g. crate = \"my_idem\" for `my_idem = { package = \"idem-tools\", ... }`";
 
 const ON_ERROR_HELP: &str = "`on_error` takes `release` (the default: an error means the action did not happen, so a retry may run it) or `keep` (the error is the final answer, replayed to every retry)";
 

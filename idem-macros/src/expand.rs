@@ -49,7 +49,7 @@
 //! ```
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, Pat, ReturnType, Type};
 
@@ -58,6 +58,7 @@ use crate::template::Piece;
 use crate::validate::Plan;
 
 pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let krate = &plan.krate;
     let tool = tool_static(plan, item);
     let ret = return_type(item);
     let is_async = item.sig.asyncness.is_some();
@@ -65,26 +66,28 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let key_parts = key_parts(plan);
     let compared = plan.compare.iter().map(|field| {
         let (root, rest) = (field.root(), &field.segments[1..]);
-        quote_spanned!(field.root().span()=> ::idem::__private::compared(&#root #(.#rest)*))
+        let krate = krate_at(plan, root.span());
+        quote_spanned!(root.span()=> #krate::__private::compared(&#root #(.#rest)*))
     });
     let call = Ident::new("__idem_call", Span::mixed_site());
     let block = &item.block;
     let (hook, policy) = (hook(plan, is_async), policy(plan, &ret));
+    let at_ret = krate_at(plan, ret.span());
     let run = match (is_async, plan.timeout_ms) {
         (true, Some(ms)) => quote_spanned!(ret.span()=>
-            ::idem::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
+            #at_ret::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
                 ::core::time::Duration::from_millis(#ms)).await
         ),
         (true, None) => {
-            quote_spanned!(ret.span()=> ::idem::__private::run_async(#call, #store, async move #block, #hook, #policy).await)
+            quote_spanned!(ret.span()=> #at_ret::__private::run_async(#call, #store, async move #block, #hook, #policy).await)
         }
         (false, _) => quote_spanned!(ret.span()=>
-            ::idem::__private::run_sync(#call, #store, move || -> #ret #block, #hook, #policy)
+            #at_ret::__private::run_sync(#call, #store, move || -> #ret #block, #hook, #policy)
         ),
     };
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
-    let assert_output = quote_spanned!(ret.span()=> let _: ::idem::__private::StatusOf<#ret> = ::core::result::Result::Ok(::idem::Status::NotFound););
+    let assert_output = quote_spanned!(ret.span()=> let _: #at_ret::__private::StatusOf<#ret> = ::core::result::Result::Ok(#at_ret::Status::NotFound););
     let attrs = frameworks::tool_attrs(&item.attrs);
     let vis = &item.vis;
     let sig = &item.sig;
@@ -94,7 +97,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #vis #sig {
             #tool
             #assert_output
-            let #call = ::idem::__private::Call::new(&__IDEM_TOOL, &[#(#key_parts),*], [#(#compared),*]);
+            let #call = #krate::__private::Call::new(&__IDEM_TOOL, &[#(#key_parts),*], [#(#compared),*]);
             #run
         }
 
@@ -107,10 +110,17 @@ use syn::Ident;
 /// The reconcile hook: the user's expression, wrapped where its closure argument's type is
 /// inferred, or none.
 fn hook(plan: &Plan, is_async: bool) -> TokenStream {
+    let krate = &plan.krate;
     match (&plan.reconcile, is_async) {
-        (Some(hook), true) => quote_spanned!(hook.span()=> ::idem::__private::reconcile_async(#hook)),
-        (Some(hook), false) => quote_spanned!(hook.span()=> ::idem::__private::reconcile_sync(#hook)),
-        (None, _) => quote!(::idem::__private::NoReconcile),
+        (Some(hook), true) => {
+            let krate = krate_at(plan, hook.span());
+            quote_spanned!(hook.span()=> #krate::__private::reconcile_async(#hook))
+        }
+        (Some(hook), false) => {
+            let krate = krate_at(plan, hook.span());
+            quote_spanned!(hook.span()=> #krate::__private::reconcile_sync(#hook))
+        }
+        (None, _) => quote!(#krate::__private::NoReconcile),
     }
 }
 
@@ -118,16 +128,18 @@ fn hook(plan: &Plan, is_async: bool) -> TokenStream {
 /// `on_error = keep` is fixed, and where rustc already reports an unfit return type (the
 /// same span lets it report that once).
 fn policy(plan: &Plan, ret: &Type) -> TokenStream {
+    let krate = krate_at(plan, ret.span());
     if plan.keep_errors {
-        quote_spanned!(ret.span()=> ::idem::__private::Keep)
+        quote_spanned!(ret.span()=> #krate::__private::Keep)
     } else {
-        quote_spanned!(ret.span()=> ::idem::__private::Release)
+        quote_spanned!(ret.span()=> #krate::__private::Release)
     }
 }
 
 /// The tool's compile-time description, emitted identically in the tool and its status
 /// function so both derive the same key in the same namespace.
 fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let krate = &plan.krate;
     let name = item.sig.ident.to_string();
     let status_fn = format!("{name}_status");
     let namespace = match &plan.namespace {
@@ -135,23 +147,23 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         None => quote!(::core::concat!(::core::env!("CARGO_PKG_NAME"), "::", #name)),
     };
     let segments = plan.pieces.iter().map(|piece| match piece {
-        Piece::Literal(text) => quote!(::idem::__private::Segment::Literal(#text)),
+        Piece::Literal(text) => quote!(#krate::__private::Segment::Literal(#text)),
         Piece::Placeholder(p) => {
             let (path, normalize, hash) = (p.path_text(), !p.exact, p.hash);
-            quote!(::idem::__private::Segment::Field(#path, ::idem::__private::FieldMode { normalize: #normalize, hash: #hash }))
+            quote!(#krate::__private::Segment::Field(#path, #krate::__private::FieldMode { normalize: #normalize, hash: #hash }))
         }
     });
     let compare = plan.compare.iter().map(|field| field.text());
     let lease = match plan.lease_ms {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
-        None => quote!(::idem::__private::DEFAULT_LEASE),
+        None => quote!(#krate::__private::DEFAULT_LEASE),
     };
     let retain = match plan.retain_ms {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
-        None => quote!(::idem::__private::DEFAULT_RETAIN),
+        None => quote!(#krate::__private::DEFAULT_RETAIN),
     };
     quote! {
-        static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool {
+        static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
             namespace: #namespace,
             template: &[#(#segments),*],
@@ -159,7 +171,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             status_fn: #status_fn,
             lease: #lease,
             retain: #retain,
-            counters: ::idem::__private::Counters::new(),
+            counters: #krate::__private::Counters::new(),
         };
     }
 }
@@ -172,7 +184,8 @@ fn key_parts(plan: &Plan) -> Vec<TokenStream> {
         .map(|field| {
             let root = &field.root;
             let rest = field.placeholder.path[1..].iter().map(|s| Ident::new(s, root.span()));
-            quote_spanned!(root.span()=> ::idem::__private::key_part(&#root #(.#rest)*))
+            let krate = krate_at(plan, root.span());
+            quote_spanned!(root.span()=> #krate::__private::key_part(&#root #(.#rest)*))
         })
         .collect()
 }
@@ -180,10 +193,24 @@ fn key_parts(plan: &Plan) -> Vec<TokenStream> {
 /// The store argument, `&(expr)`, spanned at the user's expression so that a value that
 /// is not a store is reported there.
 fn store_expr(plan: &Plan) -> TokenStream {
+    let krate = &plan.krate;
     match &plan.store {
         Some(store) => quote_spanned!(store.span()=> &(#store)),
-        None => quote!(&::idem::__private::DefaultStore),
+        None => quote!(&#krate::__private::DefaultStore),
     }
+}
+
+/// The facade's path with every token at `span`. Inside `quote_spanned!` the path must
+/// carry the span of the tokens around it: a path at the attribute's span makes rustc
+/// report an unmet bound twice, once at the attribute.
+pub fn krate_at(plan: &Plan, span: Span) -> TokenStream {
+    let path = plan.krate.to_token_stream();
+    path.into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }
 
 fn return_type(item: &ItemFn) -> Type {
@@ -202,6 +229,7 @@ fn status_fn(
     store: &TokenStream,
     key_parts: &[TokenStream],
 ) -> TokenStream {
+    let krate = &plan.krate;
     let sig = &item.sig;
     let name = format_ident!("{}_status", sig.ident);
     let tool_name = sig.ident.to_string();
@@ -218,22 +246,23 @@ fn status_fn(
         FnArg::Typed(_) => None,
     });
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
-        (quote!(async), quote!(::idem::__private::status_async), quote!(.await))
+        (quote!(async), quote!(#krate::__private::status_async), quote!(.await))
     } else {
-        (quote!(), quote!(::idem::__private::status_sync), quote!())
+        (quote!(), quote!(#krate::__private::status_sync), quote!())
     };
     let read_var = Ident::new("__idem_read", Span::mixed_site());
     // A rig tool's status function is a rig tool too: `#[rig_tool]` on it, and the tool's own
     // error type (rig shows the model only `ToolExecutionError`s).
     let rig_tool = item.attrs.iter().find(|attr| frameworks::is_attr(attr, "rig_tool"));
     let rig = frameworks::detect(&item.attrs) == Framework::Rig;
+    let at_ret = krate_at(plan, ret.span());
     let (value_of, answer) = match rig_tool.filter(|_| rig) {
         Some(rig_tool) => (
-            quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::__private::ErrorOf<#ret>>),
+            quote_spanned!(ret.span()=> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::__private::ErrorOf<#ret>>),
             frameworks::rig_status_attr(rig_tool, &kept_names(plan, sig)),
         ),
         _ => (
-            quote_spanned!(ret.span()=> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<#ret>>, ::idem::Error>),
+            quote_spanned!(ret.span()=> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::Error>),
             quote!(),
         ),
     };

@@ -1,5 +1,6 @@
-//! The `#[idempotent]` attribute of the [`idem`](https://docs.rs/idem) crate. This crate
-//! is an implementation detail: depend on `idem`, which re-exports the attribute.
+//! The `#[idempotent]` attribute of [idem-tools](https://docs.rs/idem-tools). This crate is
+//! an implementation detail: depend on `idem-tools`, which re-exports the attribute as
+//! `idem::idempotent`.
 
 mod args;
 mod errors;

@@ -164,6 +164,7 @@ fn status_tool(method: &ImplItemFn) -> Option<ImplItem> {
         None => (quote!(), quote!()),
     };
     let (vis, generics, where_clause) = (&method.vis, &sig.generics, &sig.generics.where_clause);
+    let krate = crate::expand::krate_at(&plan, ret.span());
     Some(syn::parse_quote_spanned! {ret.span()=>
         #[doc = #doc]
         #[#tool_path(
@@ -172,10 +173,10 @@ fn status_tool(method: &ImplItemFn) -> Option<ImplItem> {
             annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
         )]
         #vis #asyncness fn #method_name #generics (#(#inputs),*)
-            -> <::idem::__private::Rmcp as ::idem::__private::StatusTool>::Answer
+            -> <#krate::__private::Rmcp as #krate::__private::StatusTool>::Answer
             #where_clause
         {
-            <::idem::__private::Rmcp as ::idem::__private::StatusTool>::answer(Self::#status_fn(#(#forwarded),*) #awaited)
+            <#krate::__private::Rmcp as #krate::__private::StatusTool>::answer(Self::#status_fn(#(#forwarded),*) #awaited)
         }
     })
 }

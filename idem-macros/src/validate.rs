@@ -24,6 +24,8 @@ pub struct Plan {
     pub timeout_ms: Option<u64>,
     pub keep_errors: bool,
     pub reconcile: Option<Expr>,
+    /// The facade's path in generated code: `::idem`, or what `crate = "..."` names.
+    pub krate: syn::Path,
     /// Indices into the signature's inputs that the status function takes.
     pub status_inputs: Vec<usize>,
 }
@@ -113,6 +115,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         timeout_ms: args.timeout.map(|(ms, _)| ms),
         keep_errors: args.keep_errors.is_some(),
         reconcile: args.reconcile,
+        krate: args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)),
         status_inputs,
     })
 }
