@@ -34,7 +34,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-idem = { path = "$ROOT" }
+idem-tools = { path = "$ROOT" }
 serde = { version = "1", features = ["derive"] }
 EOF
     {

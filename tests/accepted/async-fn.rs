@@ -10,7 +10,7 @@ async fn refund(order_id: u64, cents: i64) -> Result<String, idem::Error> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub async fn main() {
     assert_eq!(refund(42, 500).await.unwrap(), "refund 42 500");
     let status: Result<Status<String>, idem::Error> = refund_status(42).await;
     assert!(matches!(status, Ok(Status::Completed { .. })), "{status:?}");

@@ -20,4 +20,4 @@ async fn statuses() {
     let _: Result<Status<()>, idem::Error> = send_invoice_async_status("acme".into()).await;
 }
 
-fn main() {}
+pub fn main() {}

@@ -15,7 +15,7 @@ fn place_order(request_id: &str, order_id: u64) -> Result<u64, idem::Error> {
     Ok(order_id)
 }
 
-fn main() {
+pub fn main() {
     handle_webhook("evt_1".into(), "{}".into()).unwrap();
     let status: Result<Status<usize>, idem::Error> = handle_webhook_status("evt_1".into());
     assert!(matches!(status, Ok(Status::Completed { .. })), "{status:?}");

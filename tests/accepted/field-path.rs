@@ -21,7 +21,7 @@ fn send_invoice(req: Req) -> Result<String, idem::Error> {
     Ok(format!("{} {} {}", req.customer, req.period.month, req.amount))
 }
 
-fn main() {
+pub fn main() {
     let req = || Req { customer: "acme".into(), period: Period { month: "2026-10".into() }, amount: 1.5 };
     send_invoice(req()).unwrap();
     let status: Result<Status<String>, idem::Error> = send_invoice_status(req());

@@ -10,7 +10,7 @@ fn send_welcome(email: String, sku: String) -> Result<String, idem::Error> {
     Ok(format!("{email} {sku}"))
 }
 
-fn main() {
+pub fn main() {
     send_welcome("Ann@Example.com".into(), "SKU-1".into()).unwrap();
     let status: Result<Status<String>, idem::Error> = send_welcome_status("ann@example.com".into(), "SKU-1".into());
     assert!(matches!(status, Ok(Status::Completed { .. })), "{status:?}");

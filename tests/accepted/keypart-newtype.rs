@@ -19,7 +19,7 @@ fn send_invoice(customer: CustomerId, period: String) -> Result<String, idem::Er
     Ok(key.as_str().to_owned())
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(send_invoice(CustomerId(7), "2026-10".into()).unwrap(), "invoice:cus_7:2026-10");
     let status: Result<Status<String>, idem::Error> = send_invoice_status(CustomerId(7), "2026-10".into());
     assert!(matches!(status, Ok(Status::Completed { .. })), "{status:?}");

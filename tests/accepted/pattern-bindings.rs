@@ -26,7 +26,7 @@ fn req() -> Wrapper<Req> {
     Wrapper(Req { customer: "acme".into(), period: "2026-10".into(), amount: 7 })
 }
 
-fn main() {
+pub fn main() {
     send_invoice(req()).unwrap();
     let status: Result<Status<String>, idem::Error> = send_invoice_status(req());
     assert!(matches!(status, Ok(Status::Completed { .. })), "{status:?}");

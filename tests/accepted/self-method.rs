@@ -16,7 +16,7 @@ impl Tools {
     }
 }
 
-fn main() {
+pub fn main() {
     let tools = Tools { store: MemoryStore::new() };
     tools.send_email("acme".into(), "welcome".into(), "hi".into()).unwrap();
     let status: Result<Status<String>, idem::Error> = tools.send_email_status("acme".into(), "welcome".into());

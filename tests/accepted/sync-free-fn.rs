@@ -29,7 +29,7 @@ pub fn send_invoice(customer: String, period: String, amount: f64, memo: String)
     Ok(Invoice { id: format!("inv_{customer}_{period}"), replayed: false })
 }
 
-fn main() {
+pub fn main() {
     let first = send_invoice("acme".into(), "2026-10".into(), 120.0, "x".into()).unwrap();
     assert!(!first.replayed);
     let again = send_invoice(" ACME ".into(), "2026-10".into(), 120.0, "y".into()).unwrap();

@@ -86,7 +86,7 @@ fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) 
 #[diagnostic::on_unimplemented(
     message = "`timeout = ...` needs idem's `tokio` feature",
     label = "the body must go on after the caller gets TIMEOUT, which needs a runtime to spawn it on",
-    note = "enable it in Cargo.toml: idem = {{ version = \"0.1\", features = [\"tokio\"] }} (it is on by default)"
+    note = "enable it in Cargo.toml: idem-tools = {{ version = \"0.1\", features = [\"tokio\"] }} (it is on by default)"
 )]
 pub trait TimeoutNeedsTokio {}
 

@@ -19,8 +19,10 @@ use crate::error::Error;
 use crate::status::Status;
 
 #[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub mod rig;
 #[cfg(feature = "rmcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rmcp")))]
 pub mod rmcp;
 
 /// The framework a status tool is served through; see [`StatusTool`].
@@ -34,7 +36,7 @@ pub struct Rmcp;
 #[diagnostic::on_unimplemented(
     message = "#[idem::status_tools] serves status functions as rmcp tools: enable idem's `rmcp` feature",
     label = "needs idem's `rmcp` feature",
-    note = "in Cargo.toml: idem = {{ version = \"0.1\", features = [\"rmcp\"] }}"
+    note = "in Cargo.toml: idem-tools = {{ version = \"0.1\", features = [\"rmcp\"] }}"
 )]
 pub trait StatusTool {
     /// The status tool's return type.
