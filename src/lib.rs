@@ -7,6 +7,14 @@
 //! repeat from the store: one effect per action, however often and however concurrently
 //! the tool is called.
 //!
+//! The package is `idem-tools` (the name `idem` on crates.io belongs to another crate);
+//! its library is `idem`, so code writes `use idem::idempotent`:
+//!
+//! ```toml
+//! [dependencies]
+//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig"
+//! ```
+//!
 //! # Example
 //!
 //! ```
@@ -87,6 +95,10 @@
 //! - `retain = "7d"`: how long a settled record is kept before [`Store::purge`] may remove
 //!   it. A retry after that runs the action again; keep records as long as any layer may
 //!   retry.
+//! - `crate = "my_idem"`: where the generated code finds idem, for a crate whose
+//!   Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version =
+//!   "0.1" }`). Default `::idem`. Without it such a crate fails to compile with "cannot
+//!   find `idem` in the crate root". `#[status_tools]` reads it from each tool's attribute.
 //!
 //! The function keeps its exact signature. It must return a [`ToolOutput`]: a
 //! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
@@ -122,6 +134,9 @@
 //!   timeout, full durability; safe across threads and across processes that open the
 //!   same file.
 //! - [`MemoryStore`]: one process, nothing on disk; for tests.
+//! - `PgStore` (feature `postgres`): PostgreSQL, for many workers on many machines
+//!   sharing one database; leases judged by the server's clock. See `store::postgres`
+//!   for its schema, pool and transactional mode.
 //!
 //! # Agent frameworks
 //!
@@ -153,6 +168,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Makes a tool function idempotent; see the [crate documentation](crate).
 pub use idem_macros::idempotent;

@@ -1,8 +1,10 @@
-//! The runtime of [`idem`](https://docs.rs/idem): key building, outcomes and errors, the
+//! The runtime of [idem-tools](https://docs.rs/idem-tools): key building, outcomes and errors, the
 //! store trait and the bundled stores, status reads and testing helpers.
 //!
-//! Use it through the `idem` crate, which re-exports everything here next to the
-//! `#[idempotent]` attribute.
+//! Use it through the facade, the package `idem-tools` (its library is `idem`), which
+//! re-exports everything here next to the `#[idempotent]` attribute.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;
 mod compare;
@@ -32,5 +34,6 @@ pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};
 pub use status::Status;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use store::PgStore;
 pub use store::{AsyncStore, MemoryStore, SqliteStore, Store};

@@ -10,6 +10,7 @@
 
 mod memory;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
 mod sqlite;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PgStore, PgStoreBuilder};
 pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateFilter, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
