@@ -14,7 +14,8 @@
 //! directory), so a retry after a restart of the server is still answered from the store.
 //! Sent invoices are logged on stderr; stdout carries the protocol.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use idem::{SqliteStore, idempotent};
@@ -79,21 +80,38 @@ impl Billing {
 impl ServerHandler for Billing {}
 
 impl Billing {
-    fn open(path: &Path) -> Billing {
+    fn open(path: &Path) -> Result<Billing, String> {
         let store = SqliteStore::open(path)
-            .unwrap_or_else(|error| panic!("cannot open the key store {}: {error}", path.display()));
-        Billing { store: Arc::new(store), sent: Arc::default() }
+            .map_err(|error| format!("cannot open the key store {} (IDEM_DB): {error}", path.display()))?;
+        Ok(Billing { store: Arc::new(store), sent: Arc::default() })
     }
 }
 
+/// Errors end the process with one line on stderr, never a panic's backtrace: an MCP
+/// client shows that line to the person who configured the server.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    if std::env::args().any(|arg| arg == "--demo") {
-        return demo().await;
+async fn main() -> ExitCode {
+    let run = if std::env::args().any(|arg| arg == "--demo") { demo().await } else { serve().await };
+    match run {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp_server: {error}");
+            ExitCode::FAILURE
+        }
     }
-    let path = std::env::var("IDEM_DB").unwrap_or_else(|_| "idem-mcp-example.db".to_owned());
-    eprintln!("[billing] MCP server on stdio, keys in {path}; connect an MCP client (see the example's docs)");
-    let server = Billing::open(Path::new(&path)).serve(rmcp::transport::stdio()).await?;
+}
+
+async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    let path = match std::env::var_os("IDEM_DB") {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from("idem-mcp-example.db"),
+    };
+    let billing = Billing::open(&path)?;
+    eprintln!(
+        "[billing] MCP server on stdio, keys in {}; connect an MCP client (see the example's docs)",
+        path.display()
+    );
+    let server = billing.serve(rmcp::transport::stdio()).await?;
     server.waiting().await?;
     Ok(())
 }
@@ -103,7 +121,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("idem-mcp-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let billing = Billing::open(&dir.join("keys.db"));
+    let billing = Billing::open(&dir.join("keys.db"))?;
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     let server_billing = billing.clone();
     tokio::spawn(async move {
@@ -148,6 +166,8 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     println!("\ninvoices sent: {sent}");
     client.cancel().await?;
     std::fs::remove_dir_all(&dir)?;
-    assert_eq!(sent, 1, "one action, one invoice");
+    if sent != 1 {
+        return Err(format!("{sent} invoices sent for one action").into());
+    }
     Ok(())
 }
