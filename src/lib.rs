@@ -75,9 +75,13 @@
 //! - `store = expr`: the store, evaluated on every call (it may use `self` or a
 //!   parameter). Any [`Store`] (sync tools) or [`AsyncStore`] (async tools), also behind
 //!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file.
-//! - `namespace = "billing.invoices"`: the record namespace. Default: the crate's name and
-//!   the function's name, so two tools never share keys by accident; give two tools the
-//!   same namespace to make them share keys on purpose.
+//! - `namespace = "billing.invoices"`: the record namespace. Default: the function's
+//!   module path and name (`my_crate::billing::send_invoice`), so two tools never share
+//!   keys by accident. Moving a tool to another module changes its default namespace (its
+//!   earlier records then no longer answer it): pin it with `namespace = "..."`. Methods
+//!   of one name in two impl blocks of one module would share a default namespace: the
+//!   second one called refuses every call with [`ErrorCode::NamespaceClash`] until one
+//!   names its own. Give two tools the same namespace to share keys on purpose.
 //! - `lease = "5m"`: how long a reservation holds without a completion before the call
 //!   counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default 5 minutes;
 //!   make it longer than the body's slowest run.
@@ -104,7 +108,10 @@
 //! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
 //! `E: From<idem::Error>`. Beside it, `<name>_status` takes the receiver and the
 //! parameters the key (and the store expression) use, and returns
-//! `Result<Status<T>, idem::Error>`; it is async when the tool is.
+//! `Result<Status<T>, idem::Error>`; it is async when the tool is. And
+//! `<name>_record_id` takes the key's parameters only and returns the record's
+//! [`store::OwnedRecordId`] (the tool's namespace and the derived key), to read or settle
+//! the record through a [`Store`] without spelling the namespace out.
 //!
 //! # Outcomes
 //!
@@ -119,6 +126,7 @@
 //! | store unreachable or failing | [`ErrorCode::StoreUnavailable`]; the body does not run | yes |
 //! | key field empty after normalization | [`ErrorCode::InvalidKey`]; the body does not run | no |
 //! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
+//! | another tool uses this one's default namespace | [`ErrorCode::NamespaceClash`]; the body does not run | no |
 //!
 //! An `Err` from the body releases the key: the action did not happen and a retry may run
 //! it. A panic or a dropped future leaves the key reserved, because the action may have

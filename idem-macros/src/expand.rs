@@ -1,5 +1,6 @@
 //! Expansion: the tool keeps its signature; its body is wrapped in one runtime call; a
-//! read-only `<tool>_status` sibling is added.
+//! read-only `<tool>_status` sibling and a `<tool>_record_id` sibling are added. Paths
+//! start at `::idem`, or at what `crate = "..."` names.
 //!
 //! Input:
 //!
@@ -16,7 +17,12 @@
 //! pub async fn send_invoice(customer: String, period: String, amount: f64, memo: String)
 //!     -> Result<Invoice, ToolError>
 //! {
-//!     static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool { name: "send_invoice", .. };
+//!     static __IDEM_TOOL: ::idem::__private::Tool = ::idem::__private::Tool {
+//!         name: "send_invoice",
+//!         namespace: concat!(module_path!(), "::", "send_invoice"),
+//!         site: concat!(file!(), ":", line!(), ":", column!()),
+//!         ..
+//!     };
 //!     let call = ::idem::__private::Call::new(
 //!         &__IDEM_TOOL,
 //!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)],
@@ -33,6 +39,14 @@
 //!     let read = ::idem::__private::status_async(&__IDEM_TOOL, &::idem::__private::DefaultStore,
 //!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)]);
 //!     read.await
+//! }
+//!
+//! /// The namespace and key of `send_invoice`'s record ...
+//! pub fn send_invoice_record_id(customer: String, period: String)
+//!     -> ::core::result::Result<::idem::store::OwnedRecordId, ::idem::Error>
+//! {
+//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
+//!     ::idem::__private::record_id(&__IDEM_TOOL, &[::idem::__private::key_part(&customer), ...])
 //! }
 //! ```
 //!
@@ -92,6 +106,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let vis = &item.vis;
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
+    let record_id = record_id_fn(plan, item, &tool, &key_parts);
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -102,6 +117,8 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         }
 
         #status
+
+        #record_id
     }
 }
 
@@ -142,9 +159,11 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
     let krate = &plan.krate;
     let name = item.sig.ident.to_string();
     let status_fn = format!("{name}_status");
-    let namespace = match &plan.namespace {
-        Some(namespace) => quote!(#namespace),
-        None => quote!(::core::concat!(::core::env!("CARGO_PKG_NAME"), "::", #name)),
+    // The module path tells apart functions of one name in different modules; methods of
+    // one name in two impl blocks of a module still meet, which `Claim` catches at run time.
+    let (namespace, namespace_given) = match &plan.namespace {
+        Some(namespace) => (quote!(#namespace), true),
+        None => (quote!(::core::concat!(::core::module_path!(), "::", #name)), false),
     };
     let segments = plan.pieces.iter().map(|piece| match piece {
         Piece::Literal(text) => quote!(#krate::__private::Segment::Literal(#text)),
@@ -166,12 +185,15 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
             namespace: #namespace,
+            namespace_given: #namespace_given,
+            site: ::core::concat!(::core::file!(), ":", ::core::line!(), ":", ::core::column!()),
             template: &[#(#segments),*],
             compare: &[#(#compare),*],
             status_fn: #status_fn,
             lease: #lease,
             retain: #retain,
             counters: #krate::__private::Counters::new(),
+            claim: #krate::__private::Claim::new(),
         };
     }
 }
@@ -287,6 +309,35 @@ fn status_fn(
             // never across the read's await.
             let #read_var = #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]);
             #read_result
+        }
+    }
+}
+
+/// `<tool>_record_id`: the record's namespace and key for the key's fields, to read or
+/// settle it through a `Store` without repeating the namespace by hand.
+fn record_id_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, key_parts: &[TokenStream]) -> TokenStream {
+    let krate = &plan.krate;
+    let sig = &item.sig;
+    let name = format_ident!("{}_record_id", sig.ident);
+    let doc = format!(
+        " The namespace and key of `{}`'s record for these key fields, to read or settle it \
+         through a store: `store.read(id.as_record_id())`. Builds the key only; reads nothing.",
+        sig.ident
+    );
+    let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
+        FnArg::Typed(_) if plan.key_inputs.contains(&i) => Some(strip_attrs(input, false)),
+        _ => None,
+    });
+    let (vis, generics, where_clause) = (&item.vis, &sig.generics, &sig.generics.where_clause);
+    quote! {
+        #[doc = #doc]
+        #[allow(unused_variables, clippy::type_complexity)]
+        #vis fn #name #generics (#(#inputs),*)
+            -> ::core::result::Result<#krate::store::OwnedRecordId, #krate::Error>
+            #where_clause
+        {
+            #tool
+            #krate::__private::record_id(&__IDEM_TOOL, &[#(#key_parts),*])
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct Plan {
     pub krate: syn::Path,
     /// Indices into the signature's inputs that the status function takes.
     pub status_inputs: Vec<usize>,
+    /// Indices into the signature's inputs that the key uses: what `<fn>_record_id` takes.
+    pub key_inputs: Vec<usize>,
 }
 
 pub struct KeyField {
@@ -99,6 +101,8 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         }
         key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone() });
     }
+    let mut key_inputs = status_inputs.clone();
+    key_inputs.sort_unstable();
     if let Some(store) = &args.store {
         add_store_inputs(store, &bindings, &mut status_inputs);
     }
@@ -117,6 +121,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         reconcile: args.reconcile,
         krate: args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)),
         status_inputs,
+        key_inputs,
     })
 }
 

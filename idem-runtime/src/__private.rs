@@ -1,8 +1,8 @@
 //! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
 
 pub use crate::call::{
-    Call, DEFAULT_LEASE, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release, Tool, reconcile_async,
-    reconcile_sync, run_async, run_async_timeout, run_sync,
+    Call, Claim, DEFAULT_LEASE, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release, Tool,
+    reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
@@ -10,7 +10,7 @@ pub use crate::frameworks::{Rmcp, StatusTool};
 pub use crate::key::{FieldMode, KeyPart, Segment};
 pub use crate::metrics::Counters;
 pub use crate::output::ToolOutput;
-pub use crate::status::{status_async, status_sync};
+pub use crate::status::{record_id, status_async, status_sync};
 
 /// Checks a key field's type where the user wrote it: the expansion calls this with the
 /// parameter's span, so an unfit type is reported on that parameter.

@@ -28,6 +28,10 @@ pub enum ErrorCode {
     /// The stored record exists but cannot be read back (corrupt, or its result no longer
     /// deserializes into the tool's type). Never turned into a re-run.
     RecordUnreadable,
+    /// Two different tools use one default namespace (methods of the same name in two
+    /// impl blocks of one module): the second one called refuses every call, so that
+    /// neither answers the other's calls. Give one `namespace = "..."`.
+    NamespaceClash,
 }
 
 impl ErrorCode {
@@ -41,6 +45,7 @@ impl ErrorCode {
             ErrorCode::InvalidKey => "INVALID_KEY",
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::RecordUnreadable => "RECORD_UNREADABLE",
+            ErrorCode::NamespaceClash => "NAMESPACE_CLASH",
         }
     }
 

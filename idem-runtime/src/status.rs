@@ -75,9 +75,18 @@ where
     S: Store + ?Sized,
     T: DeserializeOwned,
 {
+    crate::call::claim(tool)?;
     let key = build_key(tool.status_fn, tool.template, key_parts)?;
     let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() });
     status_of(tool, &key, read)
+}
+
+/// The record id of a tool's key, for `<tool>_record_id`.
+#[doc(hidden)]
+pub fn record_id(tool: &'static Tool, key_parts: &[&dyn KeyPart]) -> Result<crate::store::OwnedRecordId, Error> {
+    crate::call::claim(tool)?;
+    let key = build_key(tool.name, tool.template, key_parts)?;
+    Ok(crate::store::OwnedRecordId { namespace: tool.namespace, key })
 }
 
 /// Reads the status of an async tool's key. Never reserves. The key is built before the
@@ -92,7 +101,7 @@ where
     S: AsyncStore + ?Sized,
     T: DeserializeOwned,
 {
-    let key = build_key(tool.status_fn, tool.template, key_parts);
+    let key = crate::call::claim(tool).and_then(|()| build_key(tool.status_fn, tool.template, key_parts));
     async move {
         let key = key?;
         let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;

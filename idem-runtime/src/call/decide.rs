@@ -131,6 +131,8 @@ mod tests {
     static TOOL: Tool = Tool {
         name: "send_invoice",
         namespace: "test::send_invoice",
+        namespace_given: false,
+        site: "src/lib.rs:1:1",
         template: &[
             Segment::Literal("invoice:"),
             Segment::Field("customer", FieldMode { normalize: true, hash: false }),
@@ -140,6 +142,7 @@ mod tests {
         lease: std::time::Duration::from_secs(60),
         retain: std::time::Duration::from_secs(60),
         counters: Counters::new(),
+        claim: crate::call::Claim::new(),
     };
 
     #[test]

@@ -7,6 +7,7 @@
 mod decide;
 mod drive;
 mod hooks;
+mod namespace;
 mod timeout;
 
 use std::future::Future;
@@ -26,6 +27,8 @@ use drive::{Async, Blocking, drive, ready_now};
 pub use hooks::{
     Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,
 };
+pub use namespace::Claim;
+pub(crate) use namespace::claim;
 pub use timeout::run_async_timeout;
 
 /// What the macro knows about one tool at compile time.
@@ -34,8 +37,14 @@ pub use timeout::run_async_timeout;
 pub struct Tool {
     /// The function's name.
     pub name: &'static str,
-    /// The record namespace: `crate::fn_name` unless the attribute sets one.
+    /// The record namespace: the module path and the function's name
+    /// (`my_crate::billing::send_invoice`) unless the attribute sets one.
     pub namespace: &'static str,
+    /// Whether the attribute set the namespace: only then may two tools share it.
+    pub namespace_given: bool,
+    /// Where the attribute is, `file:line:column`: the tool and its status function
+    /// share it, two different tools never do.
+    pub site: &'static str,
     /// The parsed key template.
     pub template: &'static [Segment],
     /// The compared fields, as written, sorted.
@@ -48,6 +57,8 @@ pub struct Tool {
     pub retain: Duration,
     /// How often calls ended in each outcome.
     pub counters: Counters,
+    /// Whether this tool may use its namespace, once checked.
+    pub claim: Claim,
 }
 
 /// The default lease: long enough for slow providers, short enough that a crashed call
@@ -77,7 +88,7 @@ impl Call {
         let started = Instant::now();
         Call {
             tool,
-            key: build_key(tool.name, tool.template, key_parts),
+            key: claim(tool).and_then(|()| build_key(tool.name, tool.template, key_parts)),
             request: request_json(tool.name, tool.compare, compared),
             started,
         }

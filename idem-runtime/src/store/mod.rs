@@ -35,11 +35,29 @@ pub(crate) fn duration_ms(duration: Duration) -> i64 {
 /// Which record: the tool's namespace and the derived key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecordId<'a> {
-    /// The tool's identity (by default `crate_name::fn_name`), so two tools with the same
+    /// The tool's identity (by default `module::path::fn_name`), so two tools with the same
     /// template text never share keys by accident.
     pub namespace: &'a str,
     /// The derived key, e.g. `invoice:acme:2026-10`.
     pub key: &'a str,
+}
+
+/// A [`RecordId`] that owns its key: what a tool's generated `<tool>_record_id(...)`
+/// returns for the key's fields, so that code reading or settling a tool's records through
+/// a [`Store`] never spells the namespace out by hand.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OwnedRecordId {
+    /// The tool's namespace.
+    pub namespace: &'static str,
+    /// The derived key.
+    pub key: crate::Key,
+}
+
+impl OwnedRecordId {
+    /// The borrowed form that [`Store`] and [`AsyncStore`] methods take.
+    pub fn as_record_id(&self) -> RecordId<'_> {
+        RecordId { namespace: self.namespace, key: self.key.as_str() }
+    }
 }
 
 /// A fencing token: proof of holding a reservation. Tokens only grow: a newer holder of a
