@@ -40,7 +40,7 @@ const RANDOM: usize = 12;
 const DOUBLE: usize = 2;
 /// Trials of a tool without a reconcile hook, per fixed point.
 const UNHOOKED: usize = 2;
-const WORKERS: usize = 4;
+const WORKERS: usize = 8;
 /// How long anything the parent waits for may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(60);
 

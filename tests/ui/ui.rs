@@ -9,6 +9,13 @@
 
 #[test]
 fn ui() {
+    // Type-checking links nothing, so trybuild's project needs SQLite's declarations, not
+    // SQLite compiled from C (the longest step of its build). With this variable
+    // libsqlite3-sys emits the same bundled bindings and a link request that `cargo check`
+    // never acts on. trybuild's cargo inherits the variable.
+    // SAFETY: this test is the binary's only one, and nothing else reads the environment
+    // while it is set.
+    unsafe { std::env::set_var("LIBSQLITE3_SYS_USE_PKG_CONFIG", "1") };
     let t = trybuild::TestCases::new();
     t.compile_fail("fail/*.rs");
     t.compile_fail("rmcp/*.rs");
