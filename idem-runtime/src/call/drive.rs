@@ -15,7 +15,7 @@ use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
 use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
 
-use super::decide::{Answer, Step, decide, store_unavailable, unknown, unreadable};
+use super::decide::{Answer, Step, decide, store_failed, unknown, unreadable};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
 use super::{Call, CurrentKey, Tool};
 
@@ -108,7 +108,10 @@ where
                 Step::Reconcile { .. } => Err((Outcome::Unknown, Answer::Error(unknown(tool, &key)))),
             };
         }
-        Err(error) => return Err((Outcome::StoreUnavailable, Answer::Error(store_unavailable(tool, &error)))),
+        Err(error) => {
+            let (outcome, error) = store_failed(tool, &key, &error);
+            return Err((outcome, Answer::Error(error)));
+        }
     };
     match hook.reconcile(abandoned).await {
         Reconciled::NotDone => Ok(token),

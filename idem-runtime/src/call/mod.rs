@@ -21,7 +21,7 @@ use crate::output::ToolOutput;
 use crate::scope::Scope;
 use crate::store::{AsyncStore, Store};
 
-pub(crate) use decide::store_unavailable;
+pub(crate) use decide::store_failed;
 use drive::{Async, Blocking, drive, ready_now};
 pub use hooks::{
     Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,

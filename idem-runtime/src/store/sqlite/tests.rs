@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rusqlite::params;
 
 use super::*;
-use crate::testing::conformance::{check_exclusive_reserve, check_store};
+use crate::testing::conformance::{check_exclusive_reserve, check_store, check_unknown_state};
 
 fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: "sqlite-test", key }
@@ -29,6 +29,7 @@ fn passes_the_conformance_checks() {
         let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
         SqliteStore::open(path).unwrap()
     });
+    check_unknown_state(&SqliteStore::open(dir.path().join("unknown-state.db")).unwrap());
 }
 
 #[test]

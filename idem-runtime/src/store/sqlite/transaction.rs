@@ -154,7 +154,22 @@ pub(crate) fn in_progress(id: RecordId<'_>) -> Error {
         .with_suggestion("do not run it again; look for its result in a few seconds")
 }
 
+/// The store failed: RECORD_UNREADABLE for a record it cannot interpret (no retry can
+/// fix that), STORE_UNAVAILABLE (retryable) for a failure of the backend.
 pub(crate) fn unavailable(id: RecordId<'_>, error: &StoreError) -> Error {
+    if let StoreError::Corrupt(why) = error {
+        let (namespace, key) = (id.namespace, id.key);
+        return Error::new(
+            ErrorCode::RecordUnreadable,
+            format!(
+                "{namespace}: {key}: the record cannot be read ({why}): a newer idem may have written it, or it \
+                 was damaged; nothing was run"
+            ),
+        )
+        .with_suggestion(format!(
+            "do not retry: a person must inspect the record (namespace {namespace}, key {key}) and settle or remove it"
+        ));
+    }
     Error::new(
         ErrorCode::StoreUnavailable,
         format!("{}: {}: the store failed ({error}); nothing was committed", id.namespace, id.key),
