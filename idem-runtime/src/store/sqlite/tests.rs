@@ -181,3 +181,18 @@ fn a_version_1_file_is_migrated_in_place() {
     assert_eq!(version, SCHEMA_VERSION);
     assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
 }
+
+/// A file that another connection keeps locked for longer than the busy timeout fails to
+/// open, after the timeout, with an error that says what happened.
+#[test]
+fn a_file_locked_past_the_busy_timeout_fails_to_open_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let holder = raw(&path);
+    holder.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE other (x);").unwrap();
+    let error = SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("busy timeout") && message.contains("locked.db"), "{message}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap();
+}
