@@ -11,6 +11,26 @@ use crate::error::Error;
 /// Implemented for `Result<T, E>` where `T` serializes and deserializes (it is stored and
 /// replayed) and `E: From<idem::Error>`. An `Err` from the body releases the reservation:
 /// the action did not happen and a retry may run it.
+///
+/// # What is stored must read back
+///
+/// The value is stored as JSON, and a replay is that JSON deserialized: what JSON kept of
+/// the value. So when the body has run, idem deserializes the JSON it is about to store
+/// back into [`Value`](Self::Value), once (replays never pay for this check). A value
+/// that does not read back is not stored: an `f64::NAN` or infinity, which serde_json
+/// writes as `null`, in a field typed `f64`, say. Then the caller still gets the body's
+/// result, an error `tracing` event names the tool and the key, and the key is kept
+/// (the effect happened, so it is never released) and marked abandoned at once: every
+/// retry answers OUTCOME_UNKNOWN, or runs the tool's `reconcile` hook, and the status
+/// function reports `Unknown`, never a RECORD_UNREADABLE that no retry can get past. An
+/// error kept by `on_error = keep` is checked the same way.
+///
+/// What JSON cannot tell apart reads back without an error, as something else, and is
+/// replayed as it reads: `Some(None)` (of an `Option<Option<T>>`) and `None` are both
+/// `null`, so `Some(None)` replays as `None`; `Some(f64::NAN)` (of an `Option<f64>`)
+/// replays as `None`; a field skipped when serializing replays as its default. Give such
+/// values a shape JSON holds: an enum instead of nested `Option`s, a string or `Option`
+/// for a float that may not be finite.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry idem's answers (a replay, IN_PROGRESS, CONFLICT, ...)",
     label = "the return type of an #[idempotent] tool must implement `idem::ToolOutput`",

@@ -6,7 +6,10 @@
 
 mod decide;
 mod drive;
+mod driven;
 mod hooks;
+#[cfg(test)]
+mod tests;
 mod timeout;
 
 use std::future::Future;
