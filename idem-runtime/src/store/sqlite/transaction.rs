@@ -32,7 +32,8 @@ pub enum Transacted<T> {
     /// The body ran now; its writes, the key and this result were committed together.
     Ran(T),
     /// The key was completed earlier with the same compared fields: the stored result.
-    /// The body did not run. A JSON object result is read with `"replayed": true`.
+    /// The body did not run. It is read by [`replay_value`](crate::replay_value): with the
+    /// replay marker where the type asks for it (a `replayed` field, a `serde_json::Value`).
     Replayed(T),
 }
 
