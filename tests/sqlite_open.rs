@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use idem::SqliteStore;
 use idem::store::{RecordId, Reservation, Reserve};
-use idem::{SqliteStore, Store};
 
 const PROCESSES: usize = 5;
 const FILES: usize = 200;

@@ -1,5 +1,6 @@
-//! Adapters between the store traits: a sync store as an async one ([`FromSync`]), and
-//! stores behind `&`, `Box` and `Arc`.
+//! Adapters between the store traits: a sync store as an async one ([`FromSync`]), the
+//! store operations as inherent methods of the bundled stores, and stores behind `&`,
+//! `Box` and `Arc`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use super::{AsyncStore, BoxFuture, Completion, Record, RecordId, Reservation, Re
 /// implement both traits already.
 ///
 /// ```
-/// use idem_runtime::store::{FromSync, MemoryStore, RecordId, Reservation, Reserve, Store};
+/// use idem_runtime::store::{AsyncStore, FromSync, MemoryStore, RecordId, Reservation, Reserve, Store};
 /// # use idem_runtime::store::{Completion, Record, StoreError, Token};
 /// # use std::time::Duration;
 ///
@@ -42,12 +43,12 @@ use super::{AsyncStore, BoxFuture, Completion, Record, RecordId, Reservation, Re
 /// static STORE: std::sync::LazyLock<FromSync<MyStore>> =
 ///     std::sync::LazyLock::new(|| FromSync(MyStore::default()));
 ///
-/// fn serves_async_tools(_: &impl idem_runtime::store::AsyncStore) {}
+/// fn serves_async_tools(_: &impl AsyncStore) {}
 /// serves_async_tools(&*STORE);
-/// // Its operations, called directly: through the wrapped store.
+/// // Its operations are inherent methods too (the sync ones).
 /// let id = RecordId { namespace: "docs", key: "k" };
 /// let request = Reserve { id, request: "{}", lease: Duration::from_secs(60) };
-/// assert!(matches!(STORE.0.reserve(request), Ok(Reservation::Acquired { .. })));
+/// assert!(matches!(STORE.reserve(request), Ok(Reservation::Acquired { .. })));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FromSync<S>(pub S);
@@ -228,4 +229,134 @@ macro_rules! forward_through_pointer {
 
 forward_through_pointer!(&S, Box<S>, Arc<S>);
 
+/// The store operations as inherent methods of `$ty`, so that `store.reserve(..)` calls
+/// them with [`Store`] and [`AsyncStore`] both in scope (their methods share names, which
+/// is error E0034 on a type that implements both): sync ones that call its [`Store`] impl,
+/// or (`async`) async ones that await its [`AsyncStore`] impl.
+macro_rules! inherent_store_ops {
+    (impl[$($generics:tt)*] $ty:ty) => {
+        /// The store operations, callable as `store.reserve(..)` whichever of
+        /// [`Store`](crate::store::Store) and [`AsyncStore`](crate::store::AsyncStore) are in
+        /// scope: this store answers at once, so they are the sync ones.
+        impl<$($generics)*> $ty {
+            /// Reserves a key; see [`Store::reserve`](crate::store::Store::reserve).
+            pub fn reserve(
+                &self,
+                request: $crate::store::Reserve<'_>,
+            ) -> Result<$crate::store::Reservation, $crate::store::StoreError> {
+                $crate::store::Store::reserve(self, request)
+            }
+            /// Takes over an abandoned reservation; see [`Store::take_over`](crate::store::Store::take_over).
+            pub fn take_over(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                expired: $crate::store::Token,
+                lease: ::std::time::Duration,
+            ) -> Result<$crate::store::Token, $crate::store::StoreError> {
+                $crate::store::Store::take_over(self, id, expired, lease)
+            }
+            /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
+            pub fn complete(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+                completion: $crate::store::Completion<'_>,
+                retain: ::std::time::Duration,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::Store::complete(self, id, token, completion, retain)
+            }
+            /// Deletes a reservation; see [`Store::release`](crate::store::Store::release).
+            pub fn release(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::Store::release(self, id, token)
+            }
+            /// Ends a reservation's lease now; see [`Store::abandon`](crate::store::Store::abandon).
+            pub fn abandon(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::Store::abandon(self, id, token)
+            }
+            /// Reads a record; see [`Store::read`](crate::store::Store::read).
+            pub fn read(
+                &self,
+                id: $crate::store::RecordId<'_>,
+            ) -> Result<Option<$crate::store::Record>, $crate::store::StoreError> {
+                $crate::store::Store::read(self, id)
+            }
+            /// Deletes settled records past retention; see [`Store::purge`](crate::store::Store::purge).
+            pub fn purge(&self, limit: usize) -> Result<usize, $crate::store::StoreError> {
+                $crate::store::Store::purge(self, limit)
+            }
+        }
+    };
+    (async $ty:ty) => {
+        /// The store operations, callable as `store.reserve(..).await` whichever of
+        /// [`Store`](crate::store::Store) and [`AsyncStore`](crate::store::AsyncStore) are in
+        /// scope: this store waits on a server, so they are the async ones. Sync code calls
+        /// `Store::reserve(&store, ..)`, which blocks the calling thread.
+        impl $ty {
+            /// Reserves a key; see [`Store::reserve`](crate::store::Store::reserve).
+            pub async fn reserve(
+                &self,
+                request: $crate::store::Reserve<'_>,
+            ) -> Result<$crate::store::Reservation, $crate::store::StoreError> {
+                $crate::store::AsyncStore::reserve(self, request).await
+            }
+            /// Takes over an abandoned reservation; see [`Store::take_over`](crate::store::Store::take_over).
+            pub async fn take_over(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                expired: $crate::store::Token,
+                lease: ::std::time::Duration,
+            ) -> Result<$crate::store::Token, $crate::store::StoreError> {
+                $crate::store::AsyncStore::take_over(self, id, expired, lease).await
+            }
+            /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
+            pub async fn complete(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+                completion: $crate::store::Completion<'_>,
+                retain: ::std::time::Duration,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::AsyncStore::complete(self, id, token, completion, retain).await
+            }
+            /// Deletes a reservation; see [`Store::release`](crate::store::Store::release).
+            pub async fn release(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::AsyncStore::release(self, id, token).await
+            }
+            /// Ends a reservation's lease now; see [`Store::abandon`](crate::store::Store::abandon).
+            pub async fn abandon(
+                &self,
+                id: $crate::store::RecordId<'_>,
+                token: $crate::store::Token,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::AsyncStore::abandon(self, id, token).await
+            }
+            /// Reads a record; see [`Store::read`](crate::store::Store::read).
+            pub async fn read(
+                &self,
+                id: $crate::store::RecordId<'_>,
+            ) -> Result<Option<$crate::store::Record>, $crate::store::StoreError> {
+                $crate::store::AsyncStore::read(self, id).await
+            }
+            /// Deletes settled records past retention; see [`Store::purge`](crate::store::Store::purge).
+            pub async fn purge(&self, limit: usize) -> Result<usize, $crate::store::StoreError> {
+                $crate::store::AsyncStore::purge(self, limit).await
+            }
+        }
+    };
+}
+pub(crate) use inherent_store_ops;
+
 async_store_from_sync!(impl[S: Store] FromSync<S>, |this| &this.0);
+inherent_store_ops!(impl[S: Store] FromSync<S>);

@@ -219,6 +219,7 @@ impl Store for MemoryStore {
 }
 
 crate::store::async_store_from_sync!(MemoryStore);
+crate::store::inherent_store_ops!(impl[] MemoryStore);
 
 impl PlantRecord for MemoryStore {
     fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {

@@ -8,6 +8,17 @@
 //! Sync tools use [`Store`]; async tools use [`AsyncStore`]. The bundled stores implement
 //! both; a store of your own that implements [`Store`] serves async tools too when wrapped
 //! in [`FromSync`]. Every store passes the same conformance checks.
+//!
+//! # Calling store operations
+//!
+//! `Store` and `AsyncStore` name their operations alike, so on a type that implements both,
+//! `store.reserve(..)` with both traits in scope would be ambiguous (error E0034). The
+//! bundled stores and [`FromSync`] therefore have them as inherent methods too, which
+//! method calls find first, whatever is in scope: sync ones on [`MemoryStore`],
+//! [`SqliteStore`] and [`FromSync`] (they answer at once), async ones on `PgStore` (it
+//! waits on a server; `Store::reserve(&store, ..)` is its blocking form). For a store of
+//! your own, or generic code, call through one trait: `Store::reserve(&store, ..)` or
+//! `AsyncStore::reserve(&store, ..).await`.
 
 mod adapter;
 mod memory;
@@ -20,7 +31,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use adapter::FromSync;
-pub(crate) use adapter::async_store_from_sync;
+pub(crate) use adapter::{async_store_from_sync, inherent_store_ops};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PgStore, PgStoreBuilder};

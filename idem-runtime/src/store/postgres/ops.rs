@@ -215,6 +215,8 @@ impl Store for PgStore {
     }
 }
 
+crate::store::inherent_store_ops!(async PgStore);
+
 impl crate::testing::conformance::PlantRecord for PgStore {
     fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         let sql = format!(
