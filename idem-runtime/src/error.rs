@@ -64,14 +64,45 @@ impl Serialize for ErrorCode {
 }
 
 /// One compared field whose stored and requested values differ (a CONFLICT).
+///
+/// The values are JSON, as they were compared: `stored == json!("EUR")`. The text forms
+/// are what the conflict's message shows: the canonical JSON (`"EUR"` with its quotes,
+/// `120.0`), or `(absent)` for a field one of the two calls did not compare (the tool's
+/// `compare = [...]` changed between them), whose value then reads `null`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FieldDifference {
     /// The field as written in `compare = [...]`, e.g. `amount` or `req.amount`.
     pub field: String,
-    /// The value the first call stored, as canonical JSON.
-    pub stored: String,
-    /// The value this call asked for, as canonical JSON.
-    pub requested: String,
+    /// The value the first call stored.
+    pub stored: serde_json::Value,
+    /// The value this call asked for.
+    pub requested: serde_json::Value,
+    /// [`stored`](Self::stored) as canonical JSON text, or `(absent)`.
+    pub stored_text: String,
+    /// [`requested`](Self::requested) as canonical JSON text, or `(absent)`.
+    pub requested_text: String,
+}
+
+/// The text form of a compared field that one of two calls did not have.
+pub(crate) const ABSENT: &str = "(absent)";
+
+impl FieldDifference {
+    /// A difference of `field` between two values, `None` where a call did not compare it;
+    /// `text` writes a present value's canonical text.
+    pub(crate) fn new(
+        field: String,
+        stored: Option<&serde_json::Value>,
+        requested: Option<&serde_json::Value>,
+        text: impl Fn(&serde_json::Value) -> String,
+    ) -> Self {
+        let side = |value: Option<&serde_json::Value>| match value {
+            Some(value) => (value.clone(), text(value)),
+            None => (serde_json::Value::Null, ABSENT.to_owned()),
+        };
+        let ((stored, stored_text), (requested, requested_text)) = (side(stored), side(requested));
+        FieldDifference { field, stored, requested, stored_text, requested_text }
+    }
 }
 
 /// A structured tool error: a stable [`code`](Error::code), a message for people and

@@ -51,7 +51,7 @@ pub(crate) fn decide(
         let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
         for (i, d) in differing.iter().enumerate() {
             let separator = if i == 0 { "" } else { "; " };
-            message.extend([separator, &d.field, " was ", &d.stored, ", now ", &d.requested]);
+            message.extend([separator, &d.field, " was ", &d.stored_text, ", now ", &d.requested_text]);
         }
         let error = Error::new(ErrorCode::Conflict, message)
             .with_suggestion(concat(&[

@@ -118,7 +118,7 @@ pub(crate) fn answer_existing<T: DeserializeOwned, E>(
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
         let list: Vec<String> =
-            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored, d.requested)).collect();
+            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored_text, d.requested_text)).collect();
         let error = Error::new(
             ErrorCode::Conflict,
             format!("{what} was already requested with other values: {}", list.join("; ")),
