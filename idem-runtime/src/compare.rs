@@ -77,7 +77,7 @@ pub fn write_canonical(value: &Value, out: &mut String) {
 }
 
 /// `value` as JSON with every object's keys sorted; see [`write_canonical`].
-fn canonical(value: &Value) -> String {
+pub(crate) fn canonical(value: &Value) -> String {
     let mut bytes = Vec::new();
     write_canonical_bytes(value, &mut bytes);
     String::from_utf8(bytes).expect("serde_json writes UTF-8")

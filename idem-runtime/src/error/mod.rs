@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+mod wire;
 
 /// The stable code of an [`Error`]: what happened, in a form code and models can branch on.
 ///
@@ -31,6 +31,23 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in a stable order.
+    pub const ALL: [ErrorCode; 7] = [
+        ErrorCode::InProgress,
+        ErrorCode::Conflict,
+        ErrorCode::OutcomeUnknown,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::InvalidKey,
+        ErrorCode::Timeout,
+        ErrorCode::RecordUnreadable,
+    ];
+
+    /// The code serialized as `code`, e.g. `ErrorCode::parse("IN_PROGRESS")`; `None` for
+    /// a code this version does not know.
+    pub fn parse(code: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|known| known.as_str() == code)
+    }
+
     /// The code as it is serialized, e.g. `"IN_PROGRESS"`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -54,12 +71,6 @@ impl ErrorCode {
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -109,8 +120,22 @@ impl FieldDifference {
 /// models, whether a retry can help, and what to do instead.
 ///
 /// It serializes as `{"error": {"code", "message", "retryable", "suggestion"}}`, the shape
-/// agent frameworks pass to the model. Tools return it through their own error type:
-/// `Result<T, E>` works for any `E: From<idem::Error>`.
+/// agent frameworks pass to the model; a CONFLICT adds `"differences": [{"field",
+/// "stored", "requested"}]` with the values as JSON (a side the call did not compare is
+/// left out). Tools return it through their own error type: `Result<T, E>` works for any
+/// `E: From<idem::Error>`.
+///
+/// It deserializes from the same form, so an error type kept by `on_error = keep` (which
+/// must serialize and deserialize) can wrap it. `retryable` is read from the code, never
+/// from the input; fields this version does not know are ignored, and a code it does not
+/// know is an error.
+///
+/// ```
+/// let error = idem_runtime::Error::new(idem_runtime::ErrorCode::InProgress, "still running")
+///     .with_suggestion("call send_invoice_status in a few seconds");
+/// let json = serde_json::to_string(&error).unwrap();
+/// assert_eq!(serde_json::from_str::<idem_runtime::Error>(&json).unwrap(), error);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     code: ErrorCode,
@@ -179,27 +204,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-struct Body<'a>(&'a Error);
-
-impl Serialize for Body<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut body = serializer.serialize_struct("Error", 4)?;
-        body.serialize_field("code", &self.0.code)?;
-        body.serialize_field("message", &self.0.message)?;
-        body.serialize_field("retryable", &self.0.retryable())?;
-        body.serialize_field("suggestion", &self.0.suggestion)?;
-        body.end()
-    }
-}
-
-impl Serialize for Error {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry("error", &Body(self))?;
-        map.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +237,40 @@ mod tests {
     fn display_names_code_message_and_suggestion() {
         let error = Error::new(ErrorCode::Conflict, "amount differs").with_suggestion("ask the user");
         assert_eq!(error.to_string(), "CONFLICT: amount differs (ask the user)");
+    }
+
+    #[test]
+    fn a_conflict_serializes_its_differences_and_round_trips() {
+        let stored = serde_json::json!({"amount": 120, "currency": "EUR"});
+        let requested = serde_json::json!({"amount": 150, "currency": "EUR", "memo": "x"});
+        let differences = crate::compare::differences(&stored.to_string(), &requested.to_string());
+        let error = Error::new(ErrorCode::Conflict, "differs").with_suggestion("ask").with_differences(differences);
+        let json = serde_json::to_string(&error).unwrap();
+        assert_eq!(
+            json,
+            r#"{"error":{"code":"CONFLICT","message":"differs","retryable":false,"suggestion":"ask","differences":[{"field":"amount","stored":120,"requested":150},{"field":"memo","requested":"x"}]}}"#
+        );
+        assert_eq!(serde_json::from_str::<Error>(&json).unwrap(), error);
+    }
+
+    #[test]
+    fn deserializes_from_the_documented_form() {
+        let error: Error = serde_json::from_str(
+            r#"{"error": {"code": "STORE_UNAVAILABLE", "message": "down", "retryable": false, "suggestion": null, "hint_ms": 50}}"#,
+        )
+        .unwrap();
+        assert_eq!(error, Error::new(ErrorCode::StoreUnavailable, "down"));
+        assert!(error.retryable(), "retryable follows the code, not the input");
+        let unknown = serde_json::from_str::<Error>(r#"{"error": {"code": "PAUSED", "message": "m"}}"#).unwrap_err();
+        assert!(unknown.to_string().contains("PAUSED"), "{unknown}");
+        assert!(serde_json::from_str::<Error>(r#"{"code": "TIMEOUT", "message": "m"}"#).is_err(), "the body alone");
+    }
+
+    #[test]
+    fn every_code_parses_from_its_name() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("in_progress"), None);
     }
 }
