@@ -60,6 +60,9 @@ impl<S> FromSync<S> {
     }
 }
 
+// Not listed in "the following other types implement `Store`" hints, which name the
+// bundled stores.
+#[diagnostic::do_not_recommend]
 impl<S: Store> Store for FromSync<S> {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         self.0.reserve(request)
@@ -98,7 +101,8 @@ macro_rules! async_store_from_sync {
     ($ty:ty) => {
         $crate::store::async_store_from_sync!(impl[] $ty, |this| this);
     };
-    (impl[$($generics:tt)*] $ty:ty, |$this:ident| $sync:expr) => {
+    ($(#[$attr:meta])* impl[$($generics:tt)*] $ty:ty, |$this:ident| $sync:expr) => {
+        $(#[$attr])*
         impl<$($generics)*> $crate::store::AsyncStore for $ty {
             fn reserve<'a>(
                 &'a self,
@@ -358,5 +362,5 @@ macro_rules! inherent_store_ops {
 }
 pub(crate) use inherent_store_ops;
 
-async_store_from_sync!(impl[S: Store] FromSync<S>, |this| &this.0);
+async_store_from_sync!(#[diagnostic::do_not_recommend] impl[S: Store] FromSync<S>, |this| &this.0);
 inherent_store_ops!(impl[S: Store] FromSync<S>);
