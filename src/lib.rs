@@ -118,7 +118,7 @@
 //! | situation | answer | retryable |
 //! | --- | --- | --- |
 //! | first call | the body runs once; its result is stored | |
-//! | completed earlier, same compared fields | the stored result; a JSON object gets `"replayed": true` | |
+//! | completed earlier, same compared fields | the stored result, as stored; `"replayed": true` in a `serde_json::Value` object or a struct with a `replayed` field, never in a typed map (see [`replay_value`]) | |
 //! | completed earlier or running, compared fields differ | [`ErrorCode::Conflict`] naming each field | no |
 //! | first call still running | [`ErrorCode::InProgress`], suggesting `<name>_status` | no |
 //! | first call abandoned (panic, dropped future, crash) past its lease | the `reconcile` hook decides; without one [`ErrorCode::OutcomeUnknown`] | no |
@@ -127,6 +127,8 @@
 //! | key field empty after normalization | [`ErrorCode::InvalidKey`]; the body does not run | no |
 //! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
 //! | another tool uses this one's default namespace | [`ErrorCode::NamespaceClash`]; the body does not run | no |
+//! | the record is in a state this version does not know (a newer idem, a hand edit) | [`ErrorCode::RecordUnreadable`], naming namespace and key; a person must inspect it | no |
+//! | the body's result does not read back from its JSON (`f64::NAN` is `null`) | the caller gets the result; it is not stored and the key reads as abandoned: the `reconcile` hook, or [`ErrorCode::OutcomeUnknown`] (see [`ToolOutput`]) | no |
 //!
 //! An `Err` from the body releases the key: the action did not happen and a retry may run
 //! it. A panic or a dropped future leaves the key reserved, because the action may have

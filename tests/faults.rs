@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use idem::{Abandoned, ErrorCode, MemoryStore, Outcome, Reconciled, Status, Store, idempotent};
+use idem::{Abandoned, ErrorCode, MemoryStore, Outcome, Reconciled, Status, idempotent};
 
 mod support;
 

@@ -338,3 +338,21 @@ fn async_tool_futures_are_send() {
     assert_send(&billing.send_invoice_async("acme".into(), "2026-10".into(), 1.0, "m".into()));
     assert_send(&billing.send_invoice_async_status("acme".into(), "2026-10".into()));
 }
+
+/// A conflict's differences carry the compared values as JSON, for code to read; the
+/// text form is what the message shows.
+#[test]
+fn conflict_differences_are_json_values() {
+    let store = MemoryStore::new();
+    #[idempotent(key = "charge:<order>", compare = [amount, currency], store = store)]
+    fn charge(store: &MemoryStore, order: u32, amount: u32, currency: String) -> Result<u32, idem::Error> {
+        Ok(amount)
+    }
+    charge(&store, 1, 120, "EUR".into()).unwrap();
+    let error = charge(&store, 1, 150, "USD".into()).unwrap_err();
+    let found: Vec<_> = error.differences().iter().map(|d| (d.field.as_str(), &d.stored, &d.requested)).collect();
+    let (eur, usd) = (serde_json::json!("EUR"), serde_json::json!("USD"));
+    let (a, b) = (serde_json::json!(120), serde_json::json!(150));
+    assert_eq!(found, [("amount", &a, &b), ("currency", &eur, &usd)]);
+    assert_eq!(error.differences()[1].stored_text, "\"EUR\"");
+}

@@ -65,10 +65,9 @@ fn assert_article_answers(report: &MatrixReport<Result<Invoice, ToolError>>) {
     };
     assert_eq!(conflict.code(), ErrorCode::Conflict);
     assert_eq!(conflict.differences().len(), 1);
-    assert_eq!(
-        (conflict.differences()[0].field.as_str(), conflict.differences()[0].stored.as_str()),
-        ("amount", "120.0")
-    );
+    let difference = &conflict.differences()[0];
+    assert_eq!((difference.field.as_str(), &difference.stored), ("amount", &serde_json::json!(120.0)));
+    assert_eq!(difference.stored_text, "120.0");
     assert_eq!(report.first_effects, 1);
     assert_eq!(report.other_effects, 1);
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use idem_runtime::store::{RecordId, StateFilter, StoreError};
-use idem_runtime::{DEFAULT_RETAIN, SqliteStore, Store};
+use idem_runtime::{DEFAULT_RETAIN, SqliteStore};
 
 use crate::render;
 

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Token};
-use idem_runtime::{SqliteStore, Store};
 
 fn idem(db: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))

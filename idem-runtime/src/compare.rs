@@ -77,7 +77,7 @@ pub fn write_canonical(value: &Value, out: &mut String) {
 }
 
 /// `value` as JSON with every object's keys sorted; see [`write_canonical`].
-fn canonical(value: &Value) -> String {
+pub(crate) fn canonical(value: &Value) -> String {
     let mut bytes = Vec::new();
     write_canonical_bytes(value, &mut bytes);
     String::from_utf8(bytes).expect("serde_json writes UTF-8")
@@ -130,24 +130,22 @@ pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
         _ => None,
     };
     let (Some(stored_fields), Some(requested_fields)) = (parse(stored), parse(requested)) else {
+        let json = |text: &str| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
         return vec![FieldDifference {
             field: "(request)".to_owned(),
-            stored: stored.to_owned(),
-            requested: requested.to_owned(),
+            stored: json(stored),
+            requested: json(requested),
+            stored_text: stored.to_owned(),
+            requested_text: requested.to_owned(),
         }];
     };
     let mut names: Vec<&String> = stored_fields.keys().chain(requested_fields.keys()).collect();
     names.sort();
     names.dedup();
-    let render = |value: Option<&Value>| value.map_or_else(|| "(absent)".to_owned(), canonical);
     names
         .into_iter()
         .filter(|name| stored_fields.get(*name) != requested_fields.get(*name))
-        .map(|name| FieldDifference {
-            field: name.clone(),
-            stored: render(stored_fields.get(name)),
-            requested: render(requested_fields.get(name)),
-        })
+        .map(|name| FieldDifference::new(name.clone(), stored_fields.get(name), requested_fields.get(name), canonical))
         .collect()
 }
 
@@ -208,11 +206,14 @@ mod tests {
     fn differences_name_each_field_with_both_values() {
         let stored = request(&["amount", "currency"], &[json!(120.0), json!("EUR")]);
         let requested = request(&["amount", "currency"], &[json!(150.0), json!("EUR")]);
-        assert_eq!(
-            differences(&stored, &requested),
-            vec![FieldDifference { field: "amount".into(), stored: "120.0".into(), requested: "150.0".into() }]
-        );
+        let [difference] = &differences(&stored, &requested)[..] else { panic!("one difference") };
+        assert_eq!(difference.field, "amount");
+        assert_eq!((&difference.stored, &difference.requested), (&json!(120.0), &json!(150.0)));
+        assert_eq!((difference.stored_text.as_str(), difference.requested_text.as_str()), ("120.0", "150.0"));
         assert!(differences(&stored, &stored).is_empty());
+        let added = differences(r#"{"amount":1}"#, r#"{"amount":1,"currency":"EUR"}"#);
+        assert_eq!((&added[0].stored, added[0].stored_text.as_str()), (&Value::Null, "(absent)"));
+        assert_eq!((&added[0].requested, added[0].requested_text.as_str()), (&json!("EUR"), "\"EUR\""));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+mod wire;
 
 /// The stable code of an [`Error`]: what happened, in a form code and models can branch on.
 ///
@@ -35,6 +35,24 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in a stable order.
+    pub const ALL: [ErrorCode; 8] = [
+        ErrorCode::InProgress,
+        ErrorCode::Conflict,
+        ErrorCode::OutcomeUnknown,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::InvalidKey,
+        ErrorCode::Timeout,
+        ErrorCode::RecordUnreadable,
+        ErrorCode::NamespaceClash,
+    ];
+
+    /// The code serialized as `code`, e.g. `ErrorCode::parse("IN_PROGRESS")`; `None` for
+    /// a code this version does not know.
+    pub fn parse(code: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|known| known.as_str() == code)
+    }
+
     /// The code as it is serialized, e.g. `"IN_PROGRESS"`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -62,29 +80,68 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-impl Serialize for ErrorCode {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
 /// One compared field whose stored and requested values differ (a CONFLICT).
+///
+/// The values are JSON, as they were compared: `stored == json!("EUR")`. The text forms
+/// are what the conflict's message shows: the canonical JSON (`"EUR"` with its quotes,
+/// `120.0`), or `(absent)` for a field one of the two calls did not compare (the tool's
+/// `compare = [...]` changed between them), whose value then reads `null`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FieldDifference {
     /// The field as written in `compare = [...]`, e.g. `amount` or `req.amount`.
     pub field: String,
-    /// The value the first call stored, as canonical JSON.
-    pub stored: String,
-    /// The value this call asked for, as canonical JSON.
-    pub requested: String,
+    /// The value the first call stored.
+    pub stored: serde_json::Value,
+    /// The value this call asked for.
+    pub requested: serde_json::Value,
+    /// [`stored`](Self::stored) as canonical JSON text, or `(absent)`.
+    pub stored_text: String,
+    /// [`requested`](Self::requested) as canonical JSON text, or `(absent)`.
+    pub requested_text: String,
+}
+
+/// The text form of a compared field that one of two calls did not have.
+pub(crate) const ABSENT: &str = "(absent)";
+
+impl FieldDifference {
+    /// A difference of `field` between two values, `None` where a call did not compare it;
+    /// `text` writes a present value's canonical text.
+    pub(crate) fn new(
+        field: String,
+        stored: Option<&serde_json::Value>,
+        requested: Option<&serde_json::Value>,
+        text: impl Fn(&serde_json::Value) -> String,
+    ) -> Self {
+        let side = |value: Option<&serde_json::Value>| match value {
+            Some(value) => (value.clone(), text(value)),
+            None => (serde_json::Value::Null, ABSENT.to_owned()),
+        };
+        let ((stored, stored_text), (requested, requested_text)) = (side(stored), side(requested));
+        FieldDifference { field, stored, requested, stored_text, requested_text }
+    }
 }
 
 /// A structured tool error: a stable [`code`](Error::code), a message for people and
 /// models, whether a retry can help, and what to do instead.
 ///
 /// It serializes as `{"error": {"code", "message", "retryable", "suggestion"}}`, the shape
-/// agent frameworks pass to the model. Tools return it through their own error type:
-/// `Result<T, E>` works for any `E: From<idem::Error>`.
+/// agent frameworks pass to the model; a CONFLICT adds `"differences": [{"field",
+/// "stored", "requested"}]` with the values as JSON (a side the call did not compare is
+/// left out). Tools return it through their own error type: `Result<T, E>` works for any
+/// `E: From<idem::Error>`.
+///
+/// It deserializes from the same form, so an error type kept by `on_error = keep` (which
+/// must serialize and deserialize) can wrap it. `retryable` is read from the code, never
+/// from the input; fields this version does not know are ignored, and a code it does not
+/// know is an error.
+///
+/// ```
+/// let error = idem_runtime::Error::new(idem_runtime::ErrorCode::InProgress, "still running")
+///     .with_suggestion("call send_invoice_status in a few seconds");
+/// let json = serde_json::to_string(&error).unwrap();
+/// assert_eq!(serde_json::from_str::<idem_runtime::Error>(&json).unwrap(), error);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     code: ErrorCode,
@@ -153,27 +210,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-struct Body<'a>(&'a Error);
-
-impl Serialize for Body<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut body = serializer.serialize_struct("Error", 4)?;
-        body.serialize_field("code", &self.0.code)?;
-        body.serialize_field("message", &self.0.message)?;
-        body.serialize_field("retryable", &self.0.retryable())?;
-        body.serialize_field("suggestion", &self.0.suggestion)?;
-        body.end()
-    }
-}
-
-impl Serialize for Error {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry("error", &Body(self))?;
-        map.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +233,7 @@ mod tests {
             ErrorCode::InvalidKey,
             ErrorCode::Timeout,
             ErrorCode::RecordUnreadable,
+            ErrorCode::NamespaceClash,
         ] {
             assert!(!code.retryable(), "{code}");
         }
@@ -207,5 +244,40 @@ mod tests {
     fn display_names_code_message_and_suggestion() {
         let error = Error::new(ErrorCode::Conflict, "amount differs").with_suggestion("ask the user");
         assert_eq!(error.to_string(), "CONFLICT: amount differs (ask the user)");
+    }
+
+    #[test]
+    fn a_conflict_serializes_its_differences_and_round_trips() {
+        let stored = serde_json::json!({"amount": 120, "currency": "EUR"});
+        let requested = serde_json::json!({"amount": 150, "currency": "EUR", "memo": "x"});
+        let differences = crate::compare::differences(&stored.to_string(), &requested.to_string());
+        let error = Error::new(ErrorCode::Conflict, "differs").with_suggestion("ask").with_differences(differences);
+        let json = serde_json::to_string(&error).unwrap();
+        assert_eq!(
+            json,
+            r#"{"error":{"code":"CONFLICT","message":"differs","retryable":false,"suggestion":"ask","differences":[{"field":"amount","stored":120,"requested":150},{"field":"memo","requested":"x"}]}}"#
+        );
+        assert_eq!(serde_json::from_str::<Error>(&json).unwrap(), error);
+    }
+
+    #[test]
+    fn deserializes_from_the_documented_form() {
+        let error: Error = serde_json::from_str(
+            r#"{"error": {"code": "STORE_UNAVAILABLE", "message": "down", "retryable": false, "suggestion": null, "hint_ms": 50}}"#,
+        )
+        .unwrap();
+        assert_eq!(error, Error::new(ErrorCode::StoreUnavailable, "down"));
+        assert!(error.retryable(), "retryable follows the code, not the input");
+        let unknown = serde_json::from_str::<Error>(r#"{"error": {"code": "PAUSED", "message": "m"}}"#).unwrap_err();
+        assert!(unknown.to_string().contains("PAUSED"), "{unknown}");
+        assert!(serde_json::from_str::<Error>(r#"{"code": "TIMEOUT", "message": "m"}"#).is_err(), "the body alone");
+    }
+
+    #[test]
+    fn every_code_parses_from_its_name() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("in_progress"), None);
     }
 }

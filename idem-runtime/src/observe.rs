@@ -20,8 +20,11 @@ pub enum Outcome {
     Fresh,
     /// The key was new, the body returned an error, and the reservation was released.
     Released,
-    /// The body ran but its result could not be recorded; the reservation stays in place
-    /// for reconciliation and the body's result was returned.
+    /// The body ran but its result could not be recorded, and the body's result was
+    /// returned. The reservation is never released (the effect happened): when the store
+    /// failed, it stays in place for reconciliation; when the result cannot be stored
+    /// (it does not serialize, or does not read back from its JSON, see [`ToolOutput`](crate::ToolOutput)),
+    /// it is marked abandoned, so retries answer OUTCOME_UNKNOWN or run the reconcile hook.
     Unrecorded,
     /// The body ran but its lease had been taken over meanwhile: its completion was
     /// refused (fenced) and the newer holder's record stands. The body's result was

@@ -5,7 +5,7 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::call::{Tool, store_unavailable};
+use crate::call::{Tool, store_failed};
 use crate::error::{Error, ErrorCode};
 use crate::key::{Key, KeyPart, build_key};
 use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError};
@@ -117,7 +117,7 @@ fn status_of<T: DeserializeOwned>(
     let record = match read {
         Ok(Some(record)) => record,
         Ok(None) => return Ok(Status::NotFound),
-        Err(error) => return Err(store_unavailable(tool, &error)),
+        Err(error) => return Err(store_failed(tool, key, &error).1),
     };
     let unreadable = |error: serde_json::Error| {
         Error::new(

@@ -41,14 +41,17 @@ pub(crate) fn decide(
     let record = match reserved {
         Ok(Reservation::Acquired { token }) => return Step::Run(token),
         Ok(Reservation::Existing(record)) => record,
-        Err(error) => return Step::Answer(Outcome::StoreUnavailable, Answer::Error(store_unavailable(tool, &error))),
+        Err(error) => {
+            let (outcome, error) = store_failed(tool, key, &error);
+            return Step::Answer(outcome, Answer::Error(error));
+        }
     };
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
         let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
         for (i, d) in differing.iter().enumerate() {
             let separator = if i == 0 { "" } else { "; " };
-            message.extend([separator, &d.field, " was ", &d.stored, ", now ", &d.requested]);
+            message.extend([separator, &d.field, " was ", &d.stored_text, ", now ", &d.requested_text]);
         }
         let error = Error::new(ErrorCode::Conflict, message)
             .with_suggestion(concat(&[
@@ -88,7 +91,32 @@ fn concat(pieces: &[&str]) -> String {
     out
 }
 
-pub(crate) fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
+/// What a store's failure means for a call or a status read: a record the store cannot
+/// interpret (a state a newer idem wrote, a damaged row) is RECORD_UNREADABLE, which no
+/// retry can fix; only a failure of the backend itself is STORE_UNAVAILABLE, retryable.
+pub(crate) fn store_failed(tool: &Tool, key: &Key, error: &StoreError) -> (Outcome, Error) {
+    match error {
+        StoreError::Corrupt(why) => (Outcome::Unreadable, corrupt(tool, key, why)),
+        _ => (Outcome::StoreUnavailable, store_unavailable(tool, error)),
+    }
+}
+
+fn corrupt(tool: &Tool, key: &Key, why: &str) -> Error {
+    let namespace = tool.namespace;
+    Error::new(
+        ErrorCode::RecordUnreadable,
+        format!(
+            "{}: the record for key {key} in namespace {namespace} cannot be read ({why}): a newer idem \
+             may have written it, or it was damaged; the action was not run",
+            tool.name
+        ),
+    )
+    .with_suggestion(format!(
+        "do not retry: a person must inspect the record (namespace {namespace}, key {key}) and settle or remove it"
+    ))
+}
+
+fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
     Error::new(
         ErrorCode::StoreUnavailable,
         format!("{}: the idempotency store failed ({error}); the action was not run", tool.name),

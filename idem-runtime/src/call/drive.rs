@@ -2,20 +2,20 @@
 //! an abandoned reservation, run the body, settle. Sync tools run it over a store whose
 //! futures are always ready (see [`Blocking`]), so every branch is written once.
 //!
-//! The driver reaches the store through [`Driven`] rather than [`AsyncStore`], whose boxed
+//! The driver reaches the store through [`Driven`] rather than [`AsyncStore`](crate::store::AsyncStore), whose boxed
 //! futures would cost a sync tool an allocation per store operation for nothing.
 
-use std::future::{Future, ready};
-use std::time::Duration;
+use std::future::Future;
 
 use crate::error::Error;
 use crate::key::Key;
 use crate::observe::Outcome;
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
+use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
 
-use super::decide::{Answer, Step, decide, store_unavailable, unknown, unreadable};
+use super::decide::{Answer, Step, decide, store_failed, unknown, unreadable};
+pub(crate) use super::driven::{Async, Blocking, Driven, ready_now};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
 use super::{Call, CurrentKey, Tool};
 
@@ -74,7 +74,7 @@ where
             }
             recorded(tool, &key, result)
         }
-        Some(Err(())) => Outcome::Unrecorded,
+        Some(Err(())) => kept_abandoned(tool, &key, store.abandon(id, token).await),
         None => released(tool, &key, store.release(id, token).await),
     };
     Ran { output, key: Some(key), outcome }
@@ -92,7 +92,7 @@ async fn reconcile<S, T, H>(
 ) -> Result<Token, (Outcome, Answer)>
 where
     S: Driven,
-    T: serde::Serialize,
+    T: serde::Serialize + serde::de::DeserializeOwned,
     H: Reconcile<T>,
 {
     let key = abandoned.key.clone();
@@ -108,13 +108,16 @@ where
                 Step::Reconcile { .. } => Err((Outcome::Unknown, Answer::Error(unknown(tool, &key)))),
             };
         }
-        Err(error) => return Err((Outcome::StoreUnavailable, Answer::Error(store_unavailable(tool, &error)))),
+        Err(error) => {
+            let (outcome, error) = store_failed(tool, &key, &error);
+            return Err((outcome, Answer::Error(error)));
+        }
     };
     match hook.reconcile(abandoned).await {
         Reconciled::NotDone => Ok(token),
         Reconciled::Done(value) => {
-            let Ok(json) = serde_json::to_string(&value) else {
-                let _ = store.abandon(id, token).await;
+            let Ok(json) = recordable(tool, &key, "the reconcile hook's result", &value) else {
+                kept_abandoned(tool, &key, store.abandon(id, token).await);
                 return Err((Outcome::Unknown, Answer::Error(unknown(tool, &key))));
             };
             if let Err(error) = store.complete(id, token, Completion::Success(&json), tool.retain).await {
@@ -165,23 +168,50 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
 }
 
 /// What to write after the body: a completion (its result, or a kept error), `Err(())`
-/// when it cannot be serialized, or `None` to release the key.
+/// when it cannot be recorded (see [`recordable`]), or `None` to release the key.
 fn settlement<O: ToolOutput, P: ErrorPolicy<O>>(
     tool: &Tool,
     key: &Key,
     output: &O,
     policy: &P,
 ) -> Option<Result<Settled, ()>> {
-    let serialized = match output.success() {
-        Some(value) => serde_json::to_string(value).map(Settled::Success),
-        None => policy.kept_error(output)?.map(Settled::KeptError),
-    };
-    Some(serialized.map_err(|error| {
-        tracing::error!(
-            target: "idem", tool = tool.name, key = key.as_str(), %error,
-            "the body's answer cannot be serialized, so it was not recorded; the reservation stays for reconciliation"
-        );
-    }))
+    Some(match output.success() {
+        Some(value) => recordable(tool, key, "the body's result", value).map(Settled::Success),
+        None => match policy.kept_error(output)? {
+            Ok(json) => match policy.replay_error(&json) {
+                Some(Err(error)) => not_recorded(tool, key, "the body's kept error", "does not read back", &error),
+                _ => Ok(Settled::KeptError(json)),
+            },
+            Err(error) => not_recorded(tool, key, "the body's kept error", "cannot be serialized", &error),
+        },
+    })
+}
+
+/// `value` as the JSON to store, if it reads back as its own type: a value JSON cannot
+/// hold (`f64::NAN` and the infinities serialize as `null`) would otherwise be stored and
+/// answer RECORD_UNREADABLE to every retry. The check deserializes the bytes just written,
+/// once, on the path that ran the body; replays never pay for it.
+fn recordable<T: serde::Serialize + serde::de::DeserializeOwned>(
+    tool: &Tool,
+    key: &Key,
+    what: &str,
+    value: &T,
+) -> Result<String, ()> {
+    let json = serde_json::to_string(value).or_else(|e| not_recorded(tool, key, what, "cannot be serialized", &e))?;
+    match serde_json::from_str::<T>(&json) {
+        Ok(_) => Ok(json),
+        Err(error) => not_recorded(tool, key, what, "does not read back from its JSON", &error),
+    }
+}
+
+/// The error event for an answer that cannot be recorded.
+fn not_recorded<T>(tool: &Tool, key: &Key, what: &str, why: &str, error: &serde_json::Error) -> Result<T, ()> {
+    tracing::error!(
+        target: "idem", tool = tool.name, key = key.as_str(), %error,
+        "{what} {why} (JSON has no NaN or infinity, for one), so it was not recorded; the effect happened, so \
+         the key is kept and marked abandoned: retries answer OUTCOME_UNKNOWN or run the reconcile hook"
+    );
+    Err(())
 }
 
 enum Settled {
@@ -218,6 +248,18 @@ fn recorded(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
             Outcome::Unrecorded
         }
     }
+}
+
+/// The outcome of marking a key abandoned after its body ran but its answer could not be
+/// recorded: never released, since the effect happened.
+fn kept_abandoned(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
+    if let Err(error) = result {
+        tracing::error!(
+            target: "idem", tool = tool.name, key = key.as_str(), %error,
+            "could not mark the key abandoned; retries will see it in progress until its lease ends"
+        );
+    }
+    Outcome::Unrecorded
 }
 
 fn released(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
@@ -257,103 +299,5 @@ impl Drop for Abandon<'_> {
                 "the body {how}; its reservation stays in place until its lease ends (outcome unknown)"
             );
         }
-    }
-}
-
-/// The store operations the driver awaits, with futures of each store's own type.
-pub(crate) trait Driven {
-    fn reserve<'a>(&'a self, request: Reserve<'a>)
-    -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a;
-    fn take_over<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        expired: Token,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a;
-    fn complete<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-        completion: Completion<'a>,
-        retain: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
-    fn release<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
-    fn abandon<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
-}
-
-/// A sync store seen as an async one whose futures are ready at once, for the driver.
-pub(crate) struct Blocking<'s, S: ?Sized>(pub(crate) &'s S);
-
-/// An async store, for the driver.
-pub(crate) struct Async<'s, S: ?Sized>(pub(crate) &'s S);
-
-/// Implements [`Driven`] for a wrapper of `$store`: `$wrap` turns what the store's method
-/// returned (`$returned`) into the future.
-macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr) => {
-        impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
-            fn reserve<'a>(
-                &'a self,
-                request: Reserve<'a>,
-            ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a {
-                let $returned = $store::reserve(self.0, request);
-                $wrap
-            }
-            fn take_over<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                expired: Token,
-                lease: Duration,
-            ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a {
-                let $returned = $store::take_over(self.0, id, expired, lease);
-                $wrap
-            }
-            fn complete<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                token: Token,
-                completion: Completion<'a>,
-                retain: Duration,
-            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::complete(self.0, id, token, completion, retain);
-                $wrap
-            }
-            fn release<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                token: Token,
-            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::release(self.0, id, token);
-                $wrap
-            }
-            fn abandon<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                token: Token,
-            ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::abandon(self.0, id, token);
-                $wrap
-            }
-        }
-    };
-}
-
-driven!(Blocking, Store, |result| ready(result));
-driven!(Async, AsyncStore, |future| future);
-
-/// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
-/// takes the future pinned where it was made, so the large state machine is not moved.
-pub(crate) fn ready_now<F: Future>(future: std::pin::Pin<&mut F>) -> F::Output {
-    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-        std::task::Poll::Ready(output) => output,
-        std::task::Poll::Pending => unreachable!("a sync tool's call waited: every step of it is ready at once"),
     }
 }

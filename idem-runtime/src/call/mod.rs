@@ -6,8 +6,11 @@
 
 mod decide;
 mod drive;
+mod driven;
 mod hooks;
 mod namespace;
+#[cfg(test)]
+mod tests;
 mod timeout;
 
 use std::future::Future;
@@ -22,7 +25,7 @@ use crate::output::ToolOutput;
 use crate::scope::Scope;
 use crate::store::{AsyncStore, Store};
 
-pub(crate) use decide::store_unavailable;
+pub(crate) use decide::store_failed;
 use drive::{Async, Blocking, drive, ready_now};
 pub use hooks::{
     Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
+use crate::testing::conformance::PlantRecord;
 
 /// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
 /// grow even when a key is released and reserved again, or moved between stores in tests.
@@ -60,9 +61,14 @@ struct Entry {
 
 #[derive(Debug)]
 enum State {
-    InProgress { lease_until_ms: i64 },
+    InProgress {
+        lease_until_ms: i64,
+    },
     Completed(String),
     Failed(String),
+    /// A state this version does not know, only ever planted by a test through
+    /// [`PlantRecord`]: it reads as corrupt, as it does in the other stores.
+    Unknown(String),
 }
 
 impl MemoryStore {
@@ -85,22 +91,25 @@ fn now_ms() -> i64 {
 }
 
 impl Entry {
-    fn to_record(&self, now: i64) -> Record {
+    fn to_record(&self, id: RecordId<'_>, now: i64) -> Result<Record, StoreError> {
         let state = match &self.state {
             State::InProgress { lease_until_ms } => {
                 RecordState::InProgress { lease_until_ms: *lease_until_ms, lease_expired: *lease_until_ms <= now }
             }
             State::Completed(result) => RecordState::Completed { result: result.clone() },
             State::Failed(error) => RecordState::Failed { error: error.clone() },
+            State::Unknown(state) => {
+                return Err(StoreError::Corrupt(format!("{}/{}: unknown state {state:?}", id.namespace, id.key)));
+            }
         };
-        Record {
+        Ok(Record {
             request: self.request.clone(),
             token: self.token,
             created_at_ms: self.created_at_ms,
             updated_at_ms: self.updated_at_ms,
             retain_until_ms: self.retain_until_ms,
             state,
-        }
+        })
     }
 
     /// Whether `token` holds this record: it is the holder's and not yet settled.
@@ -116,7 +125,7 @@ impl Store for MemoryStore {
         let RecordId { namespace, key } = request.id;
         let keys = match records.0.get_mut(namespace) {
             Some(keys) => match keys.get(key) {
-                Some(existing) => return Ok(Reservation::Existing(existing.to_record(now))),
+                Some(existing) => return existing.to_record(request.id, now).map(Reservation::Existing),
                 None => keys,
             },
             None => records.0.entry(namespace.to_owned()).or_default(),
@@ -188,7 +197,7 @@ impl Store for MemoryStore {
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
         let records = self.lock();
         let now = now_ms();
-        Ok(records.get(id).map(|entry| entry.to_record(now)))
+        records.get(id).map(|entry| entry.to_record(id, now)).transpose()
     }
 
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
@@ -210,15 +219,35 @@ impl Store for MemoryStore {
 }
 
 crate::store::async_store_from_sync!(MemoryStore);
+crate::store::inherent_store_ops!(impl[] MemoryStore);
+
+impl PlantRecord for MemoryStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let keys = records.0.entry(id.namespace.to_owned()).or_default();
+        let now = now_ms();
+        let entry = Entry {
+            token: Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)),
+            request: "{}".to_owned(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            retain_until_ms: None,
+            state: State::Unknown(state.to_owned()),
+        };
+        keys.insert(id.key.to_owned(), entry);
+        Ok(())
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::conformance::check_store;
+    use crate::testing::conformance::{check_store, check_unknown_state};
 
     #[test]
     fn passes_the_conformance_checks() {
         check_store(MemoryStore::new);
+        check_unknown_state(&MemoryStore::new());
     }
 
     #[test]

@@ -6,8 +6,21 @@
 //! [`Reservation::Acquired`].
 //!
 //! Sync tools use [`Store`]; async tools use [`AsyncStore`]. The bundled stores implement
-//! both. Every store passes the same conformance checks.
+//! both; a store of your own that implements [`Store`] serves async tools too when wrapped
+//! in [`FromSync`]. Every store passes the same conformance checks.
+//!
+//! # Calling store operations
+//!
+//! `Store` and `AsyncStore` name their operations alike, so on a type that implements both,
+//! `store.reserve(..)` with both traits in scope would be ambiguous (error E0034). The
+//! bundled stores and [`FromSync`] therefore have them as inherent methods too, which
+//! method calls find first, whatever is in scope: sync ones on [`MemoryStore`],
+//! [`SqliteStore`] and [`FromSync`] (they answer at once), async ones on `PgStore` (it
+//! waits on a server; `Store::reserve(&store, ..)` is its blocking form). For a store of
+//! your own, or generic code, call through one trait: `Store::reserve(&store, ..)` or
+//! `AsyncStore::reserve(&store, ..).await`.
 
+mod adapter;
 mod memory;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -16,9 +29,10 @@ mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
+pub use adapter::FromSync;
+pub(crate) use adapter::{async_store_from_sync, inherent_store_ops};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -252,6 +266,9 @@ pub trait Store: Send + Sync {
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A store for async tools: the same operations and guarantees as [`Store`].
+///
+/// A store whose operations answer at once (in memory, a local file) need not implement
+/// it: wrap a [`Store`] in [`FromSync`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idem store for async tools",
     label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::AsyncStore`",
@@ -284,142 +301,3 @@ pub trait AsyncStore: Send + Sync {
     /// See [`Store::purge`].
     fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
 }
-
-/// Implements [`AsyncStore`] through [`Store`] with futures that are ready at once: for
-/// stores quick enough to answer on the calling task (the memory store; SQLite on a local
-/// disk). `$sync` names the sync store, given `$this: &Self`. (Sync tools' calls do not
-/// go through it: the driver reaches a sync store without boxing, see `call::drive`.)
-macro_rules! async_store_from_sync {
-    ($ty:ty) => {
-        $crate::store::async_store_from_sync!(impl[] $ty, |this| this);
-    };
-    (impl[$($generics:tt)*] $ty:ty, |$this:ident| $sync:expr) => {
-        impl<$($generics)*> $crate::store::AsyncStore for $ty {
-            fn reserve<'a>(
-                &'a self,
-                request: $crate::store::Reserve<'a>,
-            ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::reserve($sync, request)))
-            }
-            fn take_over<'a>(
-                &'a self,
-                id: $crate::store::RecordId<'a>,
-                expired: $crate::store::Token,
-                lease: ::std::time::Duration,
-            ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Token, $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::take_over($sync, id, expired, lease)))
-            }
-            fn complete<'a>(
-                &'a self,
-                id: $crate::store::RecordId<'a>,
-                token: $crate::store::Token,
-                completion: $crate::store::Completion<'a>,
-                retain: ::std::time::Duration,
-            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::complete($sync, id, token, completion, retain)))
-            }
-            fn release<'a>(
-                &'a self,
-                id: $crate::store::RecordId<'a>,
-                token: $crate::store::Token,
-            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::release($sync, id, token)))
-            }
-            fn abandon<'a>(
-                &'a self,
-                id: $crate::store::RecordId<'a>,
-                token: $crate::store::Token,
-            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::abandon($sync, id, token)))
-            }
-            fn read<'a>(
-                &'a self,
-                id: $crate::store::RecordId<'a>,
-            ) -> $crate::store::BoxFuture<'a, Result<Option<$crate::store::Record>, $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::read($sync, id)))
-            }
-            fn purge(&self, limit: usize) -> $crate::store::BoxFuture<'_, Result<usize, $crate::store::StoreError>> {
-                let $this = self;
-                Box::pin(::std::future::ready($crate::store::Store::purge($sync, limit)))
-            }
-        }
-    };
-}
-pub(crate) use async_store_from_sync;
-
-macro_rules! forward_through_pointer {
-    ($($ptr:ty),*) => {$(
-        impl<S: Store + ?Sized> Store for $ptr {
-            fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-                (**self).reserve(request)
-            }
-            fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-                (**self).take_over(id, expired, lease)
-            }
-            fn complete(
-                &self,
-                id: RecordId<'_>,
-                token: Token,
-                completion: Completion<'_>,
-                retain: Duration,
-            ) -> Result<(), StoreError> {
-                (**self).complete(id, token, completion, retain)
-            }
-            fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-                (**self).release(id, token)
-            }
-            fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-                (**self).abandon(id, token)
-            }
-            fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-                (**self).read(id)
-            }
-            fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-                (**self).purge(limit)
-            }
-        }
-
-        impl<S: AsyncStore + ?Sized> AsyncStore for $ptr {
-            fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-                (**self).reserve(request)
-            }
-            fn take_over<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                expired: Token,
-                lease: Duration,
-            ) -> BoxFuture<'a, Result<Token, StoreError>> {
-                (**self).take_over(id, expired, lease)
-            }
-            fn complete<'a>(
-                &'a self,
-                id: RecordId<'a>,
-                token: Token,
-                completion: Completion<'a>,
-                retain: Duration,
-            ) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).complete(id, token, completion, retain)
-            }
-            fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).release(id, token)
-            }
-            fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).abandon(id, token)
-            }
-            fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-                (**self).read(id)
-            }
-            fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-                (**self).purge(limit)
-            }
-        }
-    )*};
-}
-
-forward_through_pointer!(&S, Box<S>, Arc<S>);

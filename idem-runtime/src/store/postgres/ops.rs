@@ -214,3 +214,19 @@ impl Store for PgStore {
         block_on(AsyncStore::purge(self, limit))
     }
 }
+
+crate::store::inherent_store_ops!(async PgStore);
+
+impl crate::testing::conformance::PlantRecord for PgStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO {}.idem_records (namespace, key, state, request, created_at, updated_at) \
+             VALUES ($1, $2, $3, '{{}}', now(), now())",
+            self.schema()
+        );
+        block_on(async {
+            let conn = self.conn().await?;
+            conn.client.execute(&sql, &[&id.namespace, &id.key, &state]).await.map(drop).map_err(backend)
+        })
+    }
+}

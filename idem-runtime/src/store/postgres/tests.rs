@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::pool::block_on;
 use super::*;
 use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store};
-use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store};
+use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store, check_unknown_state};
 
 /// The variable that names the test server.
 const TEST_URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
@@ -98,6 +98,7 @@ fn reserve(store: &PgStore, key: &str) -> Result<Reservation, StoreError> {
 fn passes_the_conformance_checks_through_the_sync_entry() {
     let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_sync_entry") else { return };
     check_store(|| db.store());
+    check_unknown_state(&db.store());
 }
 
 #[test]

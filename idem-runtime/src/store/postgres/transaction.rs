@@ -27,7 +27,8 @@ pub enum Begun<'s, T> {
     /// [`commit`](PgTransaction::commit) with the result.
     Run(PgTransaction<'s>),
     /// The key was completed earlier with the same compared fields: its stored result.
-    /// Nothing was written. A JSON object result is read with `"replayed": true`.
+    /// Nothing was written. It is read by [`replay_value`](crate::replay_value): with the
+    /// replay marker where the type asks for it (a `replayed` field, a `serde_json::Value`).
     Replayed(T),
 }
 

@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use super::{SqliteStore, backend, duration_ms, read_record};
 use crate::store::{Record, RecordId, RecordState, StoreError};
+use crate::testing::conformance::PlantRecord;
 
 /// Which records [`SqliteStore::list`] returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,6 +42,12 @@ const SET_DONE: &str = concat!(
     ", retain_until_ms = ",
     now_ms!(),
     " + ?2 WHERE namespace = ?3 AND key = ?4 AND state = 'in_progress'"
+);
+
+const PLANT: &str = concat!(
+    "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms) SELECT ?1, ?2, ?3, '{}', ms, ms FROM (SELECT ",
+    now_ms!(),
+    " AS ms)"
 );
 
 const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
@@ -109,5 +116,11 @@ impl SqliteStore {
             stmt.execute(params![id.namespace, id.key]).map_err(backend)
         })?;
         if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+}
+
+impl PlantRecord for SqliteStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        self.with_conn(|conn| conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend))
     }
 }

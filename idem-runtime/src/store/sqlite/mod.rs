@@ -35,7 +35,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
@@ -54,42 +54,6 @@ macro_rules! now_ms {
         "CAST(unixepoch('subsec')*1000 AS INTEGER)"
     };
 }
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS idem_records (
-    token INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace TEXT NOT NULL,
-    key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    request TEXT NOT NULL,
-    result TEXT,
-    created_at_ms INTEGER NOT NULL,
-    updated_at_ms INTEGER NOT NULL,
-    lease_until_ms INTEGER,
-    retain_until_ms INTEGER,
-    UNIQUE (namespace, key)
-);
-CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
-    WHERE retain_until_ms IS NOT NULL;
-PRAGMA user_version = 2;
-";
-
-/// From version 1: retention per record. Settled records keep the default retention,
-/// counted from their last change.
-const MIGRATE_1_TO_2: &str = concat!(
-    "ALTER TABLE idem_records ADD COLUMN retain_until_ms INTEGER;
-     UPDATE idem_records SET retain_until_ms = updated_at_ms + ",
-    "604800000", // crate::call::DEFAULT_RETAIN in ms: 7 days
-    " WHERE state IN ('completed', 'failed');
-     DROP INDEX IF EXISTS idem_records_purge;
-     CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
-         WHERE retain_until_ms IS NOT NULL;
-     PRAGMA user_version = 2;"
-);
-
-// The statements of every call (INSERT, SELECT, COMPLETE) are written without spare
-// spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
-// from its cache, about three instructions a byte.
 
 /// Only ever runs after a read found no record, so a conflict means another caller won a
 /// race for the key; the new row's rowid is the token. It neither reads `idem_records`
@@ -152,69 +116,13 @@ const PURGE: &str = concat!(
     " LIMIT ?1)"
 );
 
-/// How hard SQLite works to make each commit durable (`PRAGMA synchronous`).
-///
-/// A completion must survive whatever the caller fears most: a retry that finds no
-/// record runs the action again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Synchronous {
-    /// Every commit reaches the disk before the call returns: records survive power loss
-    /// and operating-system crashes. The safe default.
-    #[default]
-    Full,
-    /// Commits survive a crash of the application, but the last few may be lost on power
-    /// loss or an operating-system crash, so a retry after such a crash may run the action
-    /// again. Faster: the disk is synced at WAL checkpoints, not on every commit.
-    Normal,
-}
-
-/// Options for opening a [`SqliteStore`]; start with [`SqliteStore::builder`].
-#[derive(Clone, Debug)]
-pub struct SqliteStoreBuilder {
-    path: PathBuf,
-    synchronous: Synchronous,
-    busy_timeout: Duration,
-}
-
-impl SqliteStoreBuilder {
-    /// Trades durability on power loss for speed; see [`Synchronous`]. Default: `Full`.
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = synchronous;
-        self
-    }
-
-    /// How long an operation waits for another connection's write lock before it fails
-    /// with [`StoreError::Backend`]. Default: 5 seconds. Raise it when many processes
-    /// write at once; a failed reserve means the tool answers `STORE_UNAVAILABLE`.
-    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.busy_timeout = busy_timeout;
-        self
-    }
-
-    /// Opens the store, creating the file, its missing parent directories and the schema
-    /// on first use.
-    pub fn open(self) -> Result<SqliteStore, StoreError> {
-        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e)))?;
-        }
-        let store = SqliteStore {
-            path: self.path,
-            synchronous: self.synchronous,
-            busy_timeout: self.busy_timeout,
-            idle: Mutex::new(Vec::new()),
-        };
-        let conn = store.connect()?;
-        store.init(&conn)?;
-        store.put_back(conn);
-        Ok(store)
-    }
-}
-
 /// A store in an SQLite file: the embedded default, durable across restarts.
 ///
 /// Any number of threads (share one `SqliteStore`) and processes (each opens the same
 /// path) may use one file at once: SQLite's locking and the table's unique constraint
-/// make [`reserve`](Store::reserve) atomic across all of them. The file must be on a local
+/// make [`reserve`](Store::reserve) atomic across all of them. Opening is as concurrent:
+/// processes that open one new file at the same moment all get the store (within the
+/// [busy timeout](SqliteStoreBuilder::busy_timeout)). The file must be on a local
 /// disk; SQLite's locks are unreliable on network file systems.
 ///
 /// Each operation borrows a connection from a small internal pool, so calls from several
@@ -228,79 +136,9 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the store at `path` with the default options: full durability
-    /// and a 5 second busy timeout.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::builder(path).open()
-    }
-
-    /// Options for opening the store at `path`, for a faster [`Synchronous`] mode or a
-    /// longer busy timeout.
-    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
-        SqliteStoreBuilder {
-            path: path.as_ref().to_path_buf(),
-            synchronous: Synchronous::Full,
-            busy_timeout: Duration::from_secs(5),
-        }
-    }
-
     /// The file this store was opened on, for logs and error messages.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Opens and configures a new connection (per-connection pragmas only).
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let mut conn = Connection::open(&self.path).map_err(backend)?;
-        conn.busy_handler(Some(wait_for_lock(self.busy_timeout))).map_err(backend)?;
-        let synchronous = match self.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        };
-        conn.pragma_update(None, "synchronous", synchronous).map_err(backend)?;
-        Ok(conn)
-    }
-
-    /// Switches the file to WAL and creates the schema if it is new, once, even when
-    /// several processes open a new file at the same moment.
-    fn init(&self, conn: &Connection) -> Result<(), StoreError> {
-        let mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(backend)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(self.open_error(format!(
-                "cannot use WAL journal mode (got {mode:?}); the path must be a file on a local disk"
-            )));
-        }
-        if self.check_version(conn)? == SCHEMA_VERSION {
-            return Ok(());
-        }
-        // Check again under the write lock: another process may have created it meanwhile.
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
-        match self.check_version(&tx)? {
-            0 => tx.execute_batch(SCHEMA).map_err(backend)?,
-            1 => tx.execute_batch(MIGRATE_1_TO_2).map_err(backend)?,
-            _ => {}
-        }
-        tx.commit().map_err(backend)
-    }
-
-    /// The file's schema version: 0 (new), an older one to migrate, or [`SCHEMA_VERSION`];
-    /// a newer one is an error.
-    fn check_version(&self, conn: &Connection) -> Result<i64, StoreError> {
-        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(backend)?;
-        match version {
-            0..=SCHEMA_VERSION => Ok(version),
-            v if v > SCHEMA_VERSION => Err(self.open_error(format!(
-                "its schema version {v} was written by a newer idem (this one reads version \
-                 {SCHEMA_VERSION}); upgrade idem, or use another file"
-            ))),
-            v => Err(self.open_error(format!("unknown schema version {v}; is it an idem store?"))),
-        }
-    }
-
-    fn open_error(&self, why: String) -> StoreError {
-        let message = format!("cannot open idem store {}: {why}", self.path.display());
-        StoreError::Backend(message.into())
     }
 
     /// Runs `f` on a pooled connection, opening one if none is idle.
@@ -335,27 +173,6 @@ impl SqliteStore {
         if idle.len() < MAX_IDLE {
             idle.push(conn);
         }
-    }
-}
-
-/// A busy handler: waits for another connection's lock for at most `timeout`.
-///
-/// SQLite's own busy timeout sleeps 1, 2, 5, 10, 15, 20, 25 ms... between attempts, so a
-/// writer that loses a race by microseconds waits tens of milliseconds. Locks here are
-/// held for one short statement, so polling starts at 50 µs and backs off to 6.4 ms.
-fn wait_for_lock(timeout: Duration) -> impl FnMut(i32) -> bool + Send + 'static {
-    let mut started = Instant::now();
-    move |attempt| {
-        if attempt == 0 {
-            started = Instant::now();
-        }
-        let waited = started.elapsed();
-        if waited >= timeout {
-            return false;
-        }
-        let pause = Duration::from_micros(50 << attempt.clamp(0, 7));
-        std::thread::sleep(pause.min(timeout - waited));
-        true
     }
 }
 
@@ -490,11 +307,14 @@ impl Store for SqliteStore {
 }
 
 crate::store::async_store_from_sync!(SqliteStore);
+crate::store::inherent_store_ops!(impl[] SqliteStore);
 
 mod admin;
+mod open;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;
 
 pub use admin::{ListedRecord, StateFilter};
+pub use open::{SqliteStoreBuilder, Synchronous};
 pub use transaction::{Transacted, TransactionError};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rusqlite::params;
 
 use super::*;
-use crate::testing::conformance::{check_exclusive_reserve, check_store};
+use crate::testing::conformance::{check_exclusive_reserve, check_store, check_unknown_state};
 
 fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: "sqlite-test", key }
@@ -29,6 +29,7 @@ fn passes_the_conformance_checks() {
         let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
         SqliteStore::open(path).unwrap()
     });
+    check_unknown_state(&SqliteStore::open(dir.path().join("unknown-state.db")).unwrap());
 }
 
 #[test]
@@ -179,4 +180,19 @@ fn a_version_1_file_is_migrated_in_place() {
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
+}
+
+/// A file that another connection keeps locked for longer than the busy timeout fails to
+/// open, after the timeout, with an error that says what happened.
+#[test]
+fn a_file_locked_past_the_busy_timeout_fails_to_open_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let holder = raw(&path);
+    holder.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE other (x);").unwrap();
+    let error = SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("busy timeout") && message.contains("locked.db"), "{message}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap();
 }

@@ -32,7 +32,8 @@ pub enum Transacted<T> {
     /// The body ran now; its writes, the key and this result were committed together.
     Ran(T),
     /// The key was completed earlier with the same compared fields: the stored result.
-    /// The body did not run. A JSON object result is read with `"replayed": true`.
+    /// The body did not run. It is read by [`replay_value`](crate::replay_value): with the
+    /// replay marker where the type asks for it (a `replayed` field, a `serde_json::Value`).
     Replayed(T),
 }
 
@@ -117,7 +118,7 @@ pub(crate) fn answer_existing<T: DeserializeOwned, E>(
     let differing = differences(&record.request, request);
     if !differing.is_empty() {
         let list: Vec<String> =
-            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored, d.requested)).collect();
+            differing.iter().map(|d| format!("{} was {}, now {}", d.field, d.stored_text, d.requested_text)).collect();
         let error = Error::new(
             ErrorCode::Conflict,
             format!("{what} was already requested with other values: {}", list.join("; ")),
@@ -154,7 +155,22 @@ pub(crate) fn in_progress(id: RecordId<'_>) -> Error {
         .with_suggestion("do not run it again; look for its result in a few seconds")
 }
 
+/// The store failed: RECORD_UNREADABLE for a record it cannot interpret (no retry can
+/// fix that), STORE_UNAVAILABLE (retryable) for a failure of the backend.
 pub(crate) fn unavailable(id: RecordId<'_>, error: &StoreError) -> Error {
+    if let StoreError::Corrupt(why) = error {
+        let (namespace, key) = (id.namespace, id.key);
+        return Error::new(
+            ErrorCode::RecordUnreadable,
+            format!(
+                "{namespace}: {key}: the record cannot be read ({why}): a newer idem may have written it, or it \
+                 was damaged; nothing was run"
+            ),
+        )
+        .with_suggestion(format!(
+            "do not retry: a person must inspect the record (namespace {namespace}, key {key}) and settle or remove it"
+        ));
+    }
     Error::new(
         ErrorCode::StoreUnavailable,
         format!("{}: {}: the store failed ({error}); nothing was committed", id.namespace, id.key),

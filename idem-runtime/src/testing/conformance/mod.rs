@@ -4,24 +4,29 @@
 //! them too, because the tool runtime relies on every promise they test (fencing, byte-exact
 //! replay, atomic reservation). Each check panics with a message naming the broken promise.
 
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread;
 use std::time::Duration;
 
 use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
 
+mod race;
+mod through_async;
+mod unreadable;
+
+pub use race::check_exclusive_reserve;
+pub use through_async::check_async_store;
+pub use unreadable::{PlantRecord, check_unknown_state};
+
 const NS: &str = "idem-conformance";
 const LONG: Duration = Duration::from_secs(3600);
-/// Threads racing for one id in `check_exclusive_reserve`.
-const RACERS: usize = 8;
-/// Fresh ids raced for in `check_exclusive_reserve`.
-const TRIALS: usize = 200;
 
 /// Runs every check against stores made by `make_store`.
 ///
 /// `make_store` is called once per check and must return a store without records (a
 /// fresh file, a new schema, a truncated table), since some checks count what they find.
+///
+/// A store that can be given a record it did not write (see [`PlantRecord`]) should also
+/// pass [`check_unknown_state`]: a record in a state this version does not know must read
+/// as [`StoreError::Corrupt`], never as an outage and never as a free key.
 ///
 /// ```
 /// idem_runtime::testing::conformance::check_store(idem_runtime::store::MemoryStore::new);
@@ -39,68 +44,8 @@ pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
     purge_removes_only_settled_records_past_retention(&make_store());
     take_over_needs_an_ended_lease_and_fences_the_old_holder(&make_store());
     abandon_ends_the_lease_at_once(&make_store());
-    one_caller_takes_over_an_abandoned_key(&make_store());
+    race::one_caller_takes_over_an_abandoned_key(&make_store());
     check_exclusive_reserve(&[make_store()]);
-}
-
-/// Races 8 threads to reserve each of 200 fresh ids, spreading the threads
-/// over `stores` (several handles on one shared backend simulate several processes), and
-/// checks that exactly one thread acquires each id and all others see its reservation.
-pub fn check_exclusive_reserve<S: Store>(stores: &[S]) {
-    assert!(!stores.is_empty(), "check_exclusive_reserve needs at least one store");
-    // Keys unique per run, so that stores shared between runs still start fresh.
-    static RUN: AtomicU64 = AtomicU64::new(0);
-    let run = RUN.fetch_add(1, Ordering::Relaxed);
-    let keys: Vec<String> = (0..TRIALS).map(|t| format!("race-{run}-{t}")).collect();
-    let barrier = Barrier::new(RACERS);
-    let outcomes: Vec<Vec<Result<Reservation, StoreError>>> = thread::scope(|scope| {
-        let racers: Vec<_> = (0..RACERS)
-            .map(|i| {
-                let (store, keys, barrier) = (&stores[i % stores.len()], &keys, &barrier);
-                // Never panic inside the loop: the other racers would wait at the barrier.
-                scope.spawn(move || {
-                    keys.iter()
-                        .map(|key| {
-                            barrier.wait();
-                            store.reserve(reserve_request(id(key), "{}", LONG))
-                        })
-                        .collect()
-                })
-            })
-            .collect();
-        racers.into_iter().map(|racer| racer.join().expect("a racing thread panicked")).collect()
-    });
-    for (trial, key) in keys.iter().enumerate() {
-        let results: Vec<&Reservation> = outcomes
-            .iter()
-            .map(|racer| match &racer[trial] {
-                Ok(reservation) => reservation,
-                Err(e) => panic!("trial {trial}: a concurrent reserve of {key} failed: {e}"),
-            })
-            .collect();
-        let acquired: Vec<Token> = results
-            .iter()
-            .filter_map(|r| match r {
-                Reservation::Acquired { token } => Some(*token),
-                Reservation::Existing(_) => None,
-            })
-            .collect();
-        let [token] = acquired[..] else {
-            panic!(
-                "trial {trial}: {} of {RACERS} concurrent reserves of {key} acquired it; exactly one must",
-                acquired.len()
-            );
-        };
-        for result in results {
-            if let Reservation::Existing(record) = result {
-                assert!(
-                    record.token == token && matches!(record.state, RecordState::InProgress { .. }),
-                    "trial {trial}: a losing reserve of {key} must see the winner's in-progress \
-                     record (token {token:?}), saw {record:?}"
-                );
-            }
-        }
-    }
 }
 
 fn id(key: &str) -> RecordId<'_> {
@@ -393,121 +338,4 @@ fn abandon_ends_the_lease_at_once(store: &impl Store) {
     assert_eq!(record.token, token, "abandon must keep the holder's token");
     let next = store.take_over(id, token, LONG).unwrap_or_else(|e| panic!("take over after abandon failed: {e}"));
     assert!(next > token);
-}
-
-/// Races 8 threads to take over each of 50 abandoned reservations: exactly one wins each.
-fn one_caller_takes_over_an_abandoned_key(store: &impl Store) {
-    const KEYS: usize = 50;
-    let keys: Vec<String> = (0..KEYS).map(|k| format!("take-over-race-{k}")).collect();
-    let expired: Vec<Token> = keys.iter().map(|key| acquire_for(store, id(key), "{}", Duration::ZERO)).collect();
-    let barrier = Barrier::new(RACERS);
-    let wins: Vec<Vec<bool>> = thread::scope(|scope| {
-        let racers: Vec<_> = (0..RACERS)
-            .map(|_| {
-                let (keys, expired, barrier) = (&keys, &expired, &barrier);
-                scope.spawn(move || {
-                    keys.iter()
-                        .zip(expired)
-                        .map(|(key, token)| {
-                            barrier.wait();
-                            store.take_over(id(key), *token, LONG).is_ok()
-                        })
-                        .collect()
-                })
-            })
-            .collect();
-        racers.into_iter().map(|racer| racer.join().expect("a racing thread panicked")).collect()
-    });
-    for (k, key) in keys.iter().enumerate() {
-        let winners = wins.iter().filter(|racer| racer[k]).count();
-        assert_eq!(winners, 1, "{winners} of {RACERS} concurrent take-overs of {key} succeeded; exactly one must");
-    }
-}
-
-/// Runs every check of [`check_store`] through the store's
-/// [`AsyncStore`](crate::store::AsyncStore) impl, the path async tools take.
-///
-/// Each operation's future runs to its end on the calling thread, outside any async
-/// runtime: a store whose futures need one (a tokio timer or socket of the caller's
-/// runtime) must drive its IO on a runtime of its own, as the bundled PostgreSQL store
-/// does. `make_store` is called once per check and must return an empty store.
-///
-/// ```
-/// idem_runtime::testing::conformance::check_async_store(idem_runtime::store::MemoryStore::new);
-/// ```
-pub fn check_async_store<S: crate::store::AsyncStore>(make_store: impl Fn() -> S) {
-    check_store(|| ThroughAsync(make_store()));
-}
-
-/// A store seen through its async impl, each future run to its end by [`block_on`].
-struct ThroughAsync<S>(S);
-
-impl<S: crate::store::AsyncStore> Store for ThroughAsync<S> {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        block_on(self.0.reserve(request))
-    }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        block_on(self.0.take_over(id, expired, lease))
-    }
-    fn complete(
-        &self,
-        id: RecordId<'_>,
-        token: Token,
-        completion: Completion<'_>,
-        retain: Duration,
-    ) -> Result<(), StoreError> {
-        block_on(self.0.complete(id, token, completion, retain))
-    }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(self.0.release(id, token))
-    }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(self.0.abandon(id, token))
-    }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        block_on(self.0.read(id))
-    }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        block_on(self.0.purge(limit))
-    }
-}
-
-/// Polls `future` on this thread, parking it until the future's waker is called.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The async path of the bundled stores passes the same checks as their sync path.
-    #[test]
-    fn memory_store_passes_through_its_async_impl() {
-        check_async_store(crate::store::MemoryStore::new);
-    }
-
-    #[test]
-    fn sqlite_store_passes_through_its_async_impl() {
-        let dir = tempfile::tempdir().unwrap();
-        let n = AtomicU64::new(0);
-        check_async_store(|| {
-            let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
-            crate::store::SqliteStore::open(path).unwrap()
-        });
-    }
 }

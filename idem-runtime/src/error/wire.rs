@@ -1,0 +1,185 @@
+//! The serialized form of [`Error`]: `{"error": {"code", "message", "retryable",
+//! "suggestion", "differences"?}}`, written and read.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+use serde_json::Value;
+
+use super::{ABSENT, Error, ErrorCode, FieldDifference};
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CodeVisitor;
+        impl Visitor<'_> for CodeVisitor {
+            type Value = ErrorCode;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an idem error code such as \"IN_PROGRESS\"")
+            }
+            fn visit_str<E: de::Error>(self, code: &str) -> Result<ErrorCode, E> {
+                ErrorCode::parse(code).ok_or_else(|| E::unknown_variant(code, &CODES))
+            }
+        }
+        deserializer.deserialize_str(CodeVisitor)
+    }
+}
+
+const CODES: [&str; 7] = {
+    let mut codes = [""; 7];
+    let mut i = 0;
+    while i < codes.len() {
+        codes[i] = ErrorCode::ALL[i].as_str();
+        i += 1;
+    }
+    codes
+};
+
+/// The body of the serialized error, inside `{"error": ...}`.
+struct Body<'a>(&'a Error);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let error = self.0;
+        let with_differences = !error.differences.is_empty();
+        let mut body = serializer.serialize_struct("Error", 4 + usize::from(with_differences))?;
+        body.serialize_field("code", &error.code)?;
+        body.serialize_field("message", &error.message)?;
+        body.serialize_field("retryable", &error.retryable())?;
+        body.serialize_field("suggestion", &error.suggestion)?;
+        if with_differences {
+            body.serialize_field("differences", &Differences(&error.differences))?;
+        } else {
+            body.skip_field("differences")?;
+        }
+        body.end()
+    }
+}
+
+impl Serialize for Error {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("error", &Body(self))?;
+        map.end()
+    }
+}
+
+struct Differences<'a>(&'a [FieldDifference]);
+
+impl Serialize for Differences<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Difference))
+    }
+}
+
+/// One difference: `{"field", "stored", "requested"}`, a side left out when absent.
+struct Difference<'a>(&'a FieldDifference);
+
+impl Serialize for Difference<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let d = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("field", &d.field)?;
+        if d.stored_text != ABSENT {
+            map.serialize_entry("stored", &d.stored)?;
+        }
+        if d.requested_text != ABSENT {
+            map.serialize_entry("requested", &d.requested)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Error {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Outer;
+        impl<'de> Visitor<'de> for Outer {
+            type Value = Error;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"an idem error: {"error": {"code", "message", "retryable", "suggestion"}}"#)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Error, A::Error> {
+                let mut error = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "error" if error.is_some() => return Err(de::Error::duplicate_field("error")),
+                        "error" => error = Some(map.next_value_seed(BodySeed)?),
+                        _ => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                error.ok_or_else(|| de::Error::missing_field("error"))
+            }
+        }
+        deserializer.deserialize_map(Outer)
+    }
+}
+
+/// Reads the body of `{"error": ...}`.
+struct BodySeed;
+
+impl<'de> de::DeserializeSeed<'de> for BodySeed {
+    type Value = Error;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Error, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BodySeed {
+    type Value = Error;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#"the body of an idem error: {"code", "message", "retryable", "suggestion"}"#)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Error, A::Error> {
+        let (mut code, mut message, mut suggestion, mut differences) = (None, None, None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "code" => code = Some(map.next_value::<ErrorCode>()?),
+                "message" => message = Some(map.next_value::<String>()?),
+                "suggestion" => suggestion = map.next_value::<Option<String>>()?,
+                "differences" => differences = Some(map.next_value::<Vec<Wire>>()?),
+                // `retryable` follows from the code; unknown fields are a newer idem's.
+                _ => drop(map.next_value::<IgnoredAny>()?),
+            }
+        }
+        let code = code.ok_or_else(|| de::Error::missing_field("code"))?;
+        let message = message.ok_or_else(|| de::Error::missing_field("message"))?;
+        let differences = differences.unwrap_or_default().into_iter().map(|Wire(d)| d).collect();
+        Ok(Error { code, message, suggestion, differences })
+    }
+}
+
+/// A [`FieldDifference`] as it is serialized.
+struct Wire(FieldDifference);
+
+impl<'de> Deserialize<'de> for Wire {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DifferenceVisitor;
+        impl<'de> Visitor<'de> for DifferenceVisitor {
+            type Value = Wire;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"a compared field's difference: {"field", "stored", "requested"}"#)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Wire, A::Error> {
+                let (mut field, mut stored, mut requested) = (None, None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "field" => field = Some(map.next_value::<String>()?),
+                        "stored" => stored = Some(map.next_value::<Value>()?),
+                        "requested" => requested = Some(map.next_value::<Value>()?),
+                        _ => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                let field = field.ok_or_else(|| de::Error::missing_field("field"))?;
+                let text = crate::compare::canonical;
+                Ok(Wire(FieldDifference::new(field, stored.as_ref(), requested.as_ref(), text)))
+            }
+        }
+        deserializer.deserialize_map(DifferenceVisitor)
+    }
+}

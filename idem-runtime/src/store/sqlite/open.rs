@@ -1,0 +1,257 @@
+//! Opening an SQLite store: the file, the switch to WAL, the schema and its migration,
+//! safe when many processes open one new file at the same moment.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::{SCHEMA_VERSION, SqliteStore, backend};
+use crate::store::StoreError;
+
+/// The longest pause between two attempts to set a file up while another connection holds it.
+const MAX_INIT_PAUSE: Duration = Duration::from_millis(20);
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS idem_records (
+    token INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    request TEXT NOT NULL,
+    result TEXT,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    lease_until_ms INTEGER,
+    retain_until_ms INTEGER,
+    UNIQUE (namespace, key)
+);
+CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
+    WHERE retain_until_ms IS NOT NULL;
+PRAGMA user_version = 2;
+";
+
+/// From version 1: retention per record. Settled records keep the default retention,
+/// counted from their last change.
+pub(super) const MIGRATE_1_TO_2: &str = concat!(
+    "ALTER TABLE idem_records ADD COLUMN retain_until_ms INTEGER;
+     UPDATE idem_records SET retain_until_ms = updated_at_ms + ",
+    "604800000", // crate::call::DEFAULT_RETAIN in ms: 7 days
+    " WHERE state IN ('completed', 'failed');
+     DROP INDEX IF EXISTS idem_records_purge;
+     CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
+         WHERE retain_until_ms IS NOT NULL;
+     PRAGMA user_version = 2;"
+);
+
+// The statements of every call (INSERT, SELECT, COMPLETE) are written without spare
+// spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
+// from its cache, about three instructions a byte.
+
+/// How hard SQLite works to make each commit durable (`PRAGMA synchronous`).
+///
+/// A completion must survive whatever the caller fears most: a retry that finds no
+/// record runs the action again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit reaches the disk before the call returns: records survive power loss
+    /// and operating-system crashes. The safe default.
+    #[default]
+    Full,
+    /// Commits survive a crash of the application, but the last few may be lost on power
+    /// loss or an operating-system crash, so a retry after such a crash may run the action
+    /// again. Faster: the disk is synced at WAL checkpoints, not on every commit.
+    Normal,
+}
+
+/// Options for opening a [`SqliteStore`]; start with [`SqliteStore::builder`].
+#[derive(Clone, Debug)]
+pub struct SqliteStoreBuilder {
+    path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+}
+
+impl SqliteStoreBuilder {
+    /// Trades durability on power loss for speed; see [`Synchronous`]. Default: `Full`.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// How long an operation waits for another connection's write lock before it fails
+    /// with [`StoreError::Backend`], and how long [`open`](Self::open) keeps trying to set
+    /// a file up (WAL switch, schema) while other processes do the same. Default: 5 seconds. Raise it when many processes
+    /// write at once; a failed reserve means the tool answers `STORE_UNAVAILABLE`.
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens the store, creating the file, its missing parent directories and the schema
+    /// on first use.
+    pub fn open(self) -> Result<SqliteStore, StoreError> {
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e)))?;
+        }
+        let store = SqliteStore {
+            path: self.path,
+            synchronous: self.synchronous,
+            busy_timeout: self.busy_timeout,
+            idle: Mutex::new(Vec::new()),
+        };
+        let conn = store.set_up()?;
+        store.put_back(conn);
+        Ok(store)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path` with the default options: full durability
+    /// and a 5 second busy timeout.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::builder(path).open()
+    }
+
+    /// Options for opening the store at `path`, for a faster [`Synchronous`] mode or a
+    /// longer busy timeout.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder {
+            path: path.as_ref().to_path_buf(),
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Opens and configures a new connection (per-connection pragmas only).
+    pub(super) fn connect(&self) -> Result<Connection, StoreError> {
+        self.try_connect().map_err(backend)
+    }
+
+    fn try_connect(&self) -> Result<Connection, rusqlite::Error> {
+        let mut conn = Connection::open(&self.path)?;
+        conn.busy_handler(Some(wait_for_lock(self.busy_timeout)))?;
+        let synchronous = match self.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous)?;
+        Ok(conn)
+    }
+
+    /// Opens a connection, switches the file to WAL and creates (or migrates) the schema
+    /// if needed, once, even when several processes open a new file at the same moment;
+    /// returns the connection.
+    ///
+    /// On a fresh file, `PRAGMA journal_mode=WAL` answers SQLITE_BUSY at once, without
+    /// calling the busy handler, while another connection switches it; other steps may too
+    /// while another process creates the schema. So a busy answer repeats the whole step,
+    /// with a growing pause, until the busy timeout has passed; only then does open fail.
+    fn set_up(&self) -> Result<Connection, StoreError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(200);
+        loop {
+            let attempt = self.try_connect().map_err(Init::from).and_then(|conn| {
+                self.init_once(&conn)?;
+                Ok(conn)
+            });
+            let error = match attempt {
+                Err(Init::Busy(error)) => error,
+                Err(Init::Failed(error)) => return Err(error),
+                Ok(conn) => return Ok(conn),
+            };
+            let waited = started.elapsed();
+            if waited >= self.busy_timeout {
+                return Err(self.open_error(format!(
+                    "it stayed locked by other connections for the whole busy timeout ({:?}) while it \
+                     was being set up (WAL switch, schema): {error}; raise the busy timeout if many \
+                     processes open it at once",
+                    self.busy_timeout
+                )));
+            }
+            // A little jitter, so that processes that collided do not retry in step.
+            let jitter = Duration::from_nanos(u64::from(std::process::id() % 97) * 1_000);
+            std::thread::sleep((pause + jitter).min(self.busy_timeout - waited));
+            pause = (pause * 2).min(MAX_INIT_PAUSE);
+        }
+    }
+
+    /// One attempt of [`set_up`](Self::set_up), on a new connection.
+    fn init_once(&self, conn: &Connection) -> Result<(), Init> {
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Init::Failed(self.open_error(format!(
+                "cannot use WAL journal mode (got {mode:?}); the path must be a file on a local disk"
+            ))));
+        }
+        if self.check_version(conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Check again under the write lock: another process may have created it meanwhile.
+        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+        match self.check_version(&tx)? {
+            0 => tx.execute_batch(SCHEMA)?,
+            1 => tx.execute_batch(MIGRATE_1_TO_2)?,
+            _ => {}
+        }
+        Ok(tx.commit()?)
+    }
+
+    /// The file's schema version: 0 (new), an older one to migrate, or [`SCHEMA_VERSION`];
+    /// a newer one is an error.
+    fn check_version(&self, conn: &Connection) -> Result<i64, Init> {
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        let why = match version {
+            0..=SCHEMA_VERSION => return Ok(version),
+            v if v > SCHEMA_VERSION => format!(
+                "its schema version {v} was written by a newer idem (this one reads version \
+                 {SCHEMA_VERSION}); upgrade idem, or use another file"
+            ),
+            v => format!("unknown schema version {v}; is it an idem store?"),
+        };
+        Err(Init::Failed(self.open_error(why)))
+    }
+
+    fn open_error(&self, why: String) -> StoreError {
+        let message = format!("cannot open idem store {}: {why}", self.path.display());
+        StoreError::Backend(message.into())
+    }
+}
+
+/// Why one attempt to set a file up failed: busy (another connection holds the lock it
+/// needs; try again) or for good.
+enum Init {
+    Busy(rusqlite::Error),
+    Failed(StoreError),
+}
+
+impl From<rusqlite::Error> for Init {
+    fn from(error: rusqlite::Error) -> Self {
+        match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Init::Busy(error),
+            _ => Init::Failed(backend(error)),
+        }
+    }
+}
+
+/// A busy handler: waits for another connection's lock for at most `timeout`.
+///
+/// SQLite's own busy timeout sleeps 1, 2, 5, 10, 15, 20, 25 ms... between attempts, so a
+/// writer that loses a race by microseconds waits tens of milliseconds. Locks here are
+/// held for one short statement, so polling starts at 50 µs and backs off to 6.4 ms.
+fn wait_for_lock(timeout: Duration) -> impl FnMut(i32) -> bool + Send + 'static {
+    let mut started = Instant::now();
+    move |attempt| {
+        if attempt == 0 {
+            started = Instant::now();
+        }
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return false;
+        }
+        let pause = Duration::from_micros(50 << attempt.clamp(0, 7));
+        std::thread::sleep(pause.min(timeout - waited));
+        true
+    }
+}

@@ -1,0 +1,76 @@
+//! A store of your own: implement the sync `Store` once, wrap it in `FromSync`, and one
+//! value serves sync and async tools, with no `AsyncStore` methods to write.
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use idem::store::{Completion, FromSync, Record, RecordId, Reservation, Reserve, StoreError, Token};
+use idem::{MemoryStore, Outcome, Store, idempotent};
+
+/// A sync store that counts its reservations, over a `MemoryStore`.
+#[derive(Default)]
+struct CountingStore {
+    records: MemoryStore,
+    reserves: AtomicUsize,
+}
+
+impl Store for CountingStore {
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        self.reserves.fetch_add(1, Ordering::SeqCst);
+        Store::reserve(&self.records, request)
+    }
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        Store::take_over(&self.records, id, expired, lease)
+    }
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        done: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
+        Store::complete(&self.records, id, token, done, retain)
+    }
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        Store::release(&self.records, id, token)
+    }
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        Store::abandon(&self.records, id, token)
+    }
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        Store::read(&self.records, id)
+    }
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        Store::purge(&self.records, limit)
+    }
+}
+
+static STORE: LazyLock<FromSync<CountingStore>> = LazyLock::new(FromSync::default);
+static SENT: AtomicUsize = AtomicUsize::new(0);
+
+#[idempotent(key = "mail:<to>", namespace = "custom-store.mail", store = *STORE)]
+async fn send_mail(to: String) -> Result<String, idem::Error> {
+    SENT.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("sent to {to}"))
+}
+
+#[idempotent(key = "mail:<to>", namespace = "custom-store.mail", store = *STORE)]
+fn send_mail_sync(to: String) -> Result<String, idem::Error> {
+    SENT.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("sent to {to}"))
+}
+
+#[test]
+fn a_sync_store_wrapped_in_from_sync_serves_async_and_sync_tools() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        assert_eq!(send_mail("ann".into()).await.unwrap(), "sent to ann");
+        let (again, calls) = idem::observe_async(send_mail("ann".into())).await;
+        assert_eq!((again.unwrap(), calls[0].outcome), ("sent to ann".to_owned(), Outcome::Replayed));
+    });
+    let (again, calls) = idem::observe(|| send_mail_sync("ann".into()));
+    assert_eq!((again.unwrap(), calls[0].outcome), ("sent to ann".to_owned(), Outcome::Replayed));
+    assert_eq!(SENT.load(Ordering::SeqCst), 1, "one effect");
+    assert_eq!(STORE.0.reserves.load(Ordering::SeqCst), 3, "every call went through the custom store");
+}
