@@ -42,8 +42,8 @@ fn functions_of_one_name_in_two_modules_are_two_tools() {
 
     let metrics = idem::metrics();
     let namespaces: Vec<_> = metrics.iter().filter(|m| m.tool == "notify").map(|m| m.namespace).collect();
-    assert!(namespaces.contains(&"namespaces::email::notify"), "{namespaces:?}");
-    assert!(namespaces.contains(&"namespaces::sms::notify"), "{namespaces:?}");
+    assert!(namespaces.contains(&"edges::namespaces::email::notify"), "{namespaces:?}");
+    assert!(namespaces.contains(&"edges::namespaces::sms::notify"), "{namespaces:?}");
 }
 
 /// Two types with a `notify` tool each, in one module: one default namespace.
@@ -111,7 +111,7 @@ fn methods_sharing_a_default_namespace_refuse_loudly_instead_of_replaying() {
     };
     assert_eq!(refused.code(), ErrorCode::NamespaceClash);
     assert!(!refused.retryable());
-    assert!(refused.message().contains("namespaces::clash::notify"), "{}", refused.message());
+    assert!(refused.message().contains("edges::namespaces::clash::notify"), "{}", refused.message());
     assert!(refused.suggestion().unwrap().contains("namespace = "), "{:?}", refused.suggestion());
     let status = match owner_is_email {
         true => clash::Sms.notify_status("u0".into()),
@@ -163,12 +163,12 @@ fn a_tools_record_id_reads_its_record_through_the_store() {
     use idem::store::RecordState;
 
     let id = records::notify_record_id("Record-User ".into()).unwrap();
-    assert_eq!((id.namespace, id.key.as_str()), ("namespaces::records::notify", "notify:record-user"));
+    assert_eq!((id.namespace, id.key.as_str()), ("edges::namespaces::records::notify", "notify:record-user"));
     assert_eq!(Store::read(&*STORE, id.as_record_id()).unwrap(), None);
     records::notify("record-user".into()).unwrap();
     let record = Store::read(&*STORE, id.as_record_id()).unwrap().expect("recorded");
     assert!(matches!(record.state, RecordState::Completed { .. }), "{:?}", record.state);
-    assert_eq!(sms::notify_record_id("record-user".into()).unwrap().namespace, "namespaces::sms::notify");
+    assert_eq!(sms::notify_record_id("record-user".into()).unwrap().namespace, "edges::namespaces::sms::notify");
     let empty = records::notify_record_id("  ".into()).unwrap_err();
     assert_eq!(empty.code(), ErrorCode::InvalidKey);
 }

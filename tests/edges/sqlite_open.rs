@@ -56,7 +56,7 @@ fn processes_opening_fresh_files_together_all_get_the_store() {
     let mut children: Vec<_> = (0..PROCESSES)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
-                .args(["sqlite_open_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+                .args(["sqlite_open::sqlite_open_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
                 .env(CHILD_ENV, dir.path())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

@@ -1,0 +1,28 @@
+//! The edges real deployments reach, one module each, in one test binary (one link
+//! instead of eight in a cold `cargo test`):
+//!
+//! - `namespaces`: tools of one name never share records by accident; `<tool>_record_id`.
+//! - `unreadable`: a record in a state the store does not know is RECORD_UNREADABLE.
+//! - `sqlite_open`: processes opening one new SQLite file together all get the store.
+//! - `round_trip`: a result that does not read back from its JSON never poisons its key.
+//! - `replay_marker`: `"replayed": true` only where a model reads JSON or a type asks.
+//! - `custom_store`: a sync `Store` serves async tools through `FromSync`.
+//! - `store_methods`: store operations as inherent methods, without E0034.
+//! - `error_serde`: `idem::Error` round-trips through serde.
+
+#[path = "edges/custom_store.rs"]
+mod custom_store;
+#[path = "edges/error_serde.rs"]
+mod error_serde;
+#[path = "edges/namespaces.rs"]
+mod namespaces;
+#[path = "edges/replay_marker.rs"]
+mod replay_marker;
+#[path = "edges/round_trip.rs"]
+mod round_trip;
+#[path = "edges/sqlite_open.rs"]
+mod sqlite_open;
+#[path = "edges/store_methods.rs"]
+mod store_methods;
+#[path = "edges/unreadable.rs"]
+mod unreadable;
