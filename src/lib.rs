@@ -74,7 +74,9 @@
 //!   must implement `serde::Serialize`.
 //! - `store = expr`: the store, evaluated on every call (it may use `self` or a
 //!   parameter). Any [`Store`] (sync tools) or [`AsyncStore`] (async tools), also behind
-//!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file.
+//!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file in the user's data
+//!   directory unless `IDEM_DB` or [`set_default_store_path`] names one (see
+//!   [`default_store_path`]).
 //! - `namespace = "billing.invoices"`: the record namespace. Default: the function's
 //!   module path and name (`my_crate::billing::send_invoice`), so two tools never share
 //!   keys by accident. Moving a tool to another module changes its default namespace (its

@@ -9,9 +9,12 @@
 //! - `custom_store`: a sync `Store` serves async tools through `FromSync`.
 //! - `store_methods`: store operations as inherent methods, without E0034.
 //! - `error_serde`: `idem::Error` round-trips through serde.
+//! - `default_store`: the default store does not move with the working directory.
 
 #[path = "edges/custom_store.rs"]
 mod custom_store;
+#[path = "edges/default_store.rs"]
+mod default_store;
 #[path = "edges/error_serde.rs"]
 mod error_serde;
 #[path = "edges/namespaces.rs"]

@@ -14,7 +14,8 @@ pub const USAGE: &str = "usage:
   idem [--db PATH] purge [--limit N]
   idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
 
-The store is --db, else $IDEM_DB, else idem.db.";
+The store is --db, else $IDEM_DB, else the tools' default store (idem/idem.db in the
+user's data directory, e.g. ~/.local/share/idem/idem.db).";
 
 pub struct Command {
     pub db: PathBuf,
@@ -30,12 +31,17 @@ pub enum Action {
 
 pub fn parse(args: &[String]) -> Result<Command, String> {
     let mut args = args.iter().map(String::as_str).peekable();
-    let mut db = std::env::var_os(idem_runtime::DEFAULT_STORE_ENV).map(PathBuf::from);
+    let mut db = None;
     if args.peek() == Some(&"--db") {
         args.next();
-        db = Some(args.next().ok_or("--db needs a path")?.into());
+        db = Some(PathBuf::from(args.next().ok_or("--db needs a path")?));
     }
-    let db = db.unwrap_or_else(|| PathBuf::from(idem_runtime::DEFAULT_STORE_FILE));
+    // Without --db, the file the tools' default store uses ($IDEM_DB, else the user's data
+    // directory), resolved the same way.
+    let db = match db {
+        Some(db) => db,
+        None => idem_runtime::default_store_path().map_err(|error| error.to_string())?,
+    };
     let subcommand = args.next().ok_or("missing a command")?;
     let mut positional = Vec::new();
     let mut flags: Vec<(&str, Option<&str>)> = Vec::new();
@@ -95,7 +101,7 @@ impl Action {
                 for entry in &listed {
                     say!("{}", render::line(entry));
                 }
-                eprintln!("{} record(s)", listed.len());
+                eprintln!("{} record(s) in {}", listed.len(), store.path().display());
                 Ok(())
             }
             Action::Show { namespace, key } => {

@@ -7,7 +7,8 @@
 //! idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
 //! ```
 //!
-//! The store is `--db`, else `IDEM_DB`, else `idem.db`, as for tools. `resolve` settles a
+//! The store is `--db`, else the tools' default store: `IDEM_DB`, else `idem/idem.db` in
+//! the user's data directory. `resolve` settles a
 //! key left in progress by a crash, after you checked with the provider what happened:
 //! `--done` records the provider's result, `--release` lets the next call run the action.
 //! It asks for confirmation unless `--yes` is given.
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
     let Command { db, action } = command;
-    let store = idem_runtime::SqliteStore::open(&db).map_err(|e| e.to_string())?;
+    let store =
+        idem_runtime::SqliteStore::open(&db).map_err(|e| format!("cannot open the store {}: {e}", db.display()))?;
     action.run(&store, confirm)
 }

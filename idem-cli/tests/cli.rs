@@ -123,3 +123,29 @@ fn purge_removes_records_past_retention() {
     assert!(purged.contains("purged 1 record(s)"), "{purged}");
     assert_eq!(store.read(id).unwrap(), None);
 }
+
+/// Without `--db` and `IDEM_DB`, the command reads the tools' default store, in the user's
+/// data directory, whatever directory it is run from, and says which file it read.
+#[test]
+fn without_db_the_command_reads_the_tools_default_store() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, cwd) = (root.path().join("home"), root.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let default = home.join("data").join("idem").join("idem.db");
+    let store = SqliteStore::open(&default).unwrap();
+    let token = reserve(&store, "pay:7", Duration::from_secs(600));
+    let id = RecordId { namespace: "shop::pay", key: "pay:7" };
+    store.complete(id, token, Completion::Success(r#"{"charge":"ch_7"}"#), Duration::from_secs(600)).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("list")
+        .current_dir(&cwd)
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("IDEM_DB")
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert!(output.status.success(), "{shown}");
+    assert!(shown.contains("pay:7") && shown.contains(&format!("1 record(s) in {}", default.display())), "{shown}");
+    assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0, "nothing created where it ran");
+}

@@ -1,4 +1,10 @@
 //! The process-wide default store: an SQLite file, opened on first use.
+//!
+//! Its place must not depend on where the process was started: MCP clients start stdio
+//! servers from a directory of their choosing, and a store that moves with the working
+//! directory answers a retry after a restart from another file (so the action runs
+//! again). The default is a file in the user's data directory; the path is resolved
+//! once, made absolute, and kept.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -9,8 +15,9 @@ use crate::store::{Completion, Record, RecordId, Reservation, Reserve, SqliteSto
 /// The environment variable that sets the default store's file, read on first use.
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
 
-/// The default store's file when neither [`set_default_store_path`] nor `IDEM_DB` sets one,
-/// relative to the working directory.
+/// The default store's file name, in the directory `idem` of the user's data directory
+/// (see [`default_store_path`]), when neither [`set_default_store_path`] nor `IDEM_DB`
+/// names a file.
 pub const DEFAULT_STORE_FILE: &str = "idem.db";
 
 static STORE: OnceLock<SqliteStore> = OnceLock::new();
@@ -18,6 +25,7 @@ static CONFIGURED_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Sets the default store's file. Call it before the first idempotent call that uses the
 /// default store; afterwards the store is open and this returns an error naming its file.
+/// A relative path is taken against the working directory when the store opens.
 pub fn set_default_store_path(path: impl AsRef<Path>) -> Result<(), StoreError> {
     let mut configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(open) = STORE.get() {
@@ -29,9 +37,9 @@ pub fn set_default_store_path(path: impl AsRef<Path>) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// The default store, opened (and created with its schema) on first use, from
-/// [`set_default_store_path`], else `IDEM_DB`, else `idem.db` in the working directory.
-/// A failure to open is returned, and the next call tries again.
+/// The default store, opened (and created with its schema) on first use at
+/// [`default_store_path`]. A failure to open is returned, naming the file, and the next
+/// call tries again.
 pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
@@ -40,20 +48,68 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
     }
-    let path = configured
-        .clone()
-        .or_else(|| std::env::var_os(DEFAULT_STORE_ENV).map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_FILE));
-    let store = SqliteStore::open(&path)?;
-    tracing::info!(target: "idem", path = %path.display(), "opened the default store");
+    let path = resolve(configured.clone())?;
+    let store = SqliteStore::open(&path).map_err(|error| {
+        StoreError::Backend(format!("cannot open the default store {}: {error}", path.display()).into())
+    })?;
+    tracing::info!(target: "idem", path = %store.path().display(), "opened the default store");
     Ok(STORE.get_or_init(|| store))
+}
+
+/// Where the default store is (or will be, on first use), as an absolute path:
+/// [`set_default_store_path`], else the `IDEM_DB` environment variable (a relative path is
+/// taken against the working directory), else `idem/idem.db` in the user's data
+/// directory: `$XDG_DATA_HOME` or `~/.local/share` on Linux and other Unix systems,
+/// `~/Library/Application Support` on macOS, `%LOCALAPPDATA%` on Windows. The operator
+/// command `idem` uses the same default.
+///
+/// Every process of a user shares that file: a tool's records are kept apart by its
+/// namespace, and a retry from a restarted server, started from any directory, finds the
+/// first call's record. A server in production should still name its store (`store =
+/// ...`, `IDEM_DB`): its records then live where its operators look for them.
+pub fn default_store_path() -> Result<PathBuf, StoreError> {
+    if let Some(store) = STORE.get() {
+        return Ok(store.path().to_owned());
+    }
+    let configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+    resolve(configured)
+}
+
+fn resolve(configured: Option<PathBuf>) -> Result<PathBuf, StoreError> {
+    let path = match configured.or_else(|| std::env::var_os(DEFAULT_STORE_ENV).map(PathBuf::from)) {
+        Some(path) => path,
+        None => user_data_dir()?.join("idem").join(DEFAULT_STORE_FILE),
+    };
+    std::path::absolute(&path).map_err(|error| {
+        StoreError::Backend(format!("cannot make the default store's path {} absolute: {error}", path.display()).into())
+    })
+}
+
+/// The per-user data directory, from the environment alone.
+fn user_data_dir() -> Result<PathBuf, StoreError> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    let dir = if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|home| home.join("Library").join("Application Support"))
+    } else {
+        var("XDG_DATA_HOME").or_else(|| var("HOME").map(|home| home.join(".local").join("share")))
+    };
+    dir.ok_or_else(|| {
+        let needs = if cfg!(windows) { "LOCALAPPDATA" } else { "HOME" };
+        StoreError::Backend(
+            format!(
+                "the default store has no place: {needs} is not set to an absolute path, so there is no per-user data directory; set {DEFAULT_STORE_ENV}, call idem::set_default_store_path, or give the tool `store = ...`"
+            )
+            .into(),
+        )
+    })
 }
 
 /// The store a tool uses when its attribute names none: [`default_store`].
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultStore;
-
 impl Store for DefaultStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         default_store()?.reserve(request)

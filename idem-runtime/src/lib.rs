@@ -26,7 +26,9 @@ pub mod testing;
 pub mod __private;
 
 pub use call::{Abandoned, DEFAULT_LEASE, DEFAULT_RETAIN, Reconciled, current_key};
-pub use default_store::{DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, set_default_store_path};
+pub use default_store::{
+    DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, default_store_path, set_default_store_path,
+};
 pub use error::{Error, ErrorCode, FieldDifference};
 pub use key::{Key, KeyPart, normalize};
 pub use metrics::{ToolMetrics, metrics};

@@ -136,7 +136,7 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// The file this store was opened on, for logs and error messages.
+    /// The file this store was opened on, as an absolute path, for logs and error messages.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -90,8 +90,11 @@ impl SqliteStoreBuilder {
     }
 
     /// Opens the store, creating the file, its missing parent directories and the schema
-    /// on first use.
-    pub fn open(self) -> Result<SqliteStore, StoreError> {
+    /// on first use. A relative path is made absolute against the working directory now,
+    /// once: connections the pool opens later use the same file even if the process
+    /// changes its working directory.
+    pub fn open(mut self) -> Result<SqliteStore, StoreError> {
+        self.path = std::path::absolute(&self.path).map_err(|e| StoreError::Backend(Box::new(e)))?;
         if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e)))?;
         }

@@ -1,0 +1,117 @@
+//! The default store does not move with the working directory. Each case runs in a child
+//! process of its own (this test binary again), because the default store is opened once
+//! per process and the working directory is the whole process's: the child calls a tool
+//! with no `store = ...`, changes directory, calls again from several threads (so the
+//! store's pool opens new connections), and prints what it saw. The user's data directory
+//! is a temporary one (`XDG_DATA_HOME`, `HOME`).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use idem::{Status, idempotent};
+
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+const CASE_ENV: &str = "IDEM_TEST_DEFAULT_STORE_CASE";
+
+#[idempotent(key = "greeting:<name>")]
+fn greet(name: String) -> Result<String, idem::Error> {
+    RUNS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("hello {name} from {}", std::process::id()))
+}
+
+#[test]
+#[ignore = "a child process of the default_store tests"]
+fn default_store_child() {
+    let case = std::env::var(CASE_ENV).expect("run by a parent test");
+    if case == "configured" {
+        idem::set_default_store_path("configured.db").unwrap();
+    }
+    let first = greet("ann".into()).unwrap();
+    let path = idem::default_store_path().unwrap();
+    assert!(path.is_absolute(), "{}", path.display());
+    if let Some(elsewhere) = std::env::var_os("IDEM_TEST_CHDIR") {
+        std::env::set_current_dir(elsewhere).unwrap();
+    }
+    let again: Vec<String> = std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..4).map(|_| scope.spawn(|| greet("ANN".into()).unwrap())).collect();
+        callers.into_iter().map(|caller| caller.join().unwrap()).collect()
+    });
+    assert!(again.iter().all(|answer| *answer == first), "{first:?} then {again:?}");
+    assert!(matches!(greet_status("ann".into()), Ok(Status::Completed(_))));
+    assert_eq!(idem::default_store_path().unwrap(), path);
+    println!("runs={} answer={first} store={}", RUNS.load(Ordering::SeqCst), path.display());
+}
+
+/// Runs the child in `cwd` with a data directory of `home`; its printed line.
+fn child(case: &str, cwd: &Path, home: &Path, env: &[(&str, &Path)]) -> String {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["default_store::default_store_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .current_dir(cwd)
+        .env(CASE_ENV, case)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("IDEM_DB");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{case}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    // libtest prints the test's name on the same line, before the report.
+    let report = stdout.lines().find_map(|line| line.find("runs=").map(|at| &line[at..]));
+    report.unwrap_or_else(|| panic!("{case}: no report in {stdout}")).trim_end_matches(" ok").to_owned()
+}
+
+fn field<'a>(line: &'a str, name: &str) -> &'a str {
+    let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+    let rest = &line[start..];
+    match name {
+        "runs" => rest.split(' ').next().unwrap(),
+        "answer" => &rest[..rest.find(" store=").unwrap()],
+        _ => rest,
+    }
+}
+
+#[test]
+fn the_default_store_is_one_file_per_user_whatever_the_working_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, one, two, elsewhere) =
+        (root.path().join("home"), root.path().join("one"), root.path().join("two"), root.path().join("elsewhere"));
+    for dir in [&home, &one, &two, &elsewhere] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let expected = home.join("data").join("idem").join("idem.db");
+
+    // A process that changes its working directory between calls keeps one store.
+    let first = child("default", &one, &home, &[("IDEM_TEST_CHDIR", &elsewhere)]);
+    assert_eq!(field(&first, "runs"), "1", "{first}");
+    assert_eq!(Path::new(field(&first, "store")), expected);
+    // Another process, started from another directory: the same store, a replay.
+    let second = child("default", &two, &home, &[]);
+    assert_eq!(field(&second, "runs"), "0", "the second process replays: {second}");
+    assert_eq!(field(&second, "answer"), field(&first, "answer"));
+    for dir in [&one, &two, &elsewhere] {
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "nothing written in {}", dir.display());
+    }
+}
+
+#[test]
+fn idem_db_and_set_default_store_path_still_win() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, work, elsewhere) = (root.path().join("home"), root.path().join("work"), root.path().join("elsewhere"));
+    for dir in [&home, &work, &elsewhere] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    // A relative IDEM_DB is taken against the working directory once, at first use.
+    let relative =
+        child("default", &work, &home, &[("IDEM_DB", Path::new("keys.db")), ("IDEM_TEST_CHDIR", &elsewhere)]);
+    assert_eq!(Path::new(field(&relative, "store")), work.join("keys.db"));
+    assert_eq!(field(&relative, "runs"), "1");
+    // set_default_store_path wins over IDEM_DB.
+    let configured = child("configured", &work, &home, &[("IDEM_DB", Path::new("keys.db"))]);
+    assert_eq!(Path::new(field(&configured, "store")), work.join("configured.db"));
+    assert_eq!(field(&configured, "runs"), "1", "another file, so the body ran: {configured}");
+    assert!(!home.join("data").exists(), "the user's data directory was not used");
+}
