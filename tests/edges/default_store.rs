@@ -24,6 +24,12 @@ fn greet(name: String) -> Result<String, idem::Error> {
 #[ignore = "a child process of the default_store tests"]
 fn default_store_child() {
     let case = std::env::var(CASE_ENV).expect("run by a parent test");
+    if case == "unopenable" {
+        let error = greet("ann".into()).unwrap_err();
+        assert_eq!(error.code(), idem::ErrorCode::StoreUnavailable);
+        println!("runs={} message={}", RUNS.load(Ordering::SeqCst), error.message());
+        return;
+    }
     if case == "configured" {
         idem::set_default_store_path("configured.db").unwrap();
     }
@@ -114,4 +120,11 @@ fn idem_db_and_set_default_store_path_still_win() {
     assert_eq!(Path::new(field(&configured, "store")), work.join("configured.db"));
     assert_eq!(field(&configured, "runs"), "1", "another file, so the body ran: {configured}");
     assert!(!home.join("data").exists(), "the user's data directory was not used");
+
+    // A default store that cannot be opened is named in the answer; the body did not run.
+    let not_a_dir = work.join("a-file");
+    std::fs::write(&not_a_dir, "not a directory").unwrap();
+    let refused = child("unopenable", &work, &home, &[("IDEM_DB", &not_a_dir.join("keys.db"))]);
+    assert!(refused.starts_with("runs=0 "), "{refused}");
+    assert!(refused.contains(&not_a_dir.join("keys.db").display().to_string()), "{refused}");
 }
