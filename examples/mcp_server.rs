@@ -83,8 +83,7 @@ impl ServerHandler for Billing {}
 
 impl Billing {
     fn open(path: &Path) -> Result<Billing, String> {
-        let store = SqliteStore::open(path)
-            .map_err(|error| format!("cannot open the key store {} (IDEM_DB): {error}", path.display()))?;
+        let store = SqliteStore::open(path).map_err(|error| format!("cannot open the key store (IDEM_DB): {error}"))?;
         Ok(Billing { store: Arc::new(store), sent: Arc::default() })
     }
 }

@@ -61,7 +61,6 @@ fn main() -> ExitCode {
 
 fn run(command: Command, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
     let Command { db, action } = command;
-    let store =
-        idem_runtime::SqliteStore::open(&db).map_err(|e| format!("cannot open the store {}: {e}", db.display()))?;
+    let store = idem_runtime::SqliteStore::open(&db).map_err(|e| e.to_string())?;
     action.run(&store, confirm)
 }

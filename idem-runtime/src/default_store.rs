@@ -49,9 +49,8 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
         return Ok(store);
     }
     let path = resolve(configured.clone())?;
-    let store = SqliteStore::open(&path).map_err(|error| {
-        StoreError::Backend(format!("cannot open the default store {}: {error}", path.display()).into())
-    })?;
+    // Its errors name the file, as every SqliteStore's do.
+    let store = SqliteStore::open(&path)?;
     tracing::info!(target: "idem", path = %store.path().display(), "opened the default store");
     Ok(STORE.get_or_init(|| store))
 }
@@ -112,12 +111,10 @@ fn user_data_dir() -> Result<PathBuf, StoreError> {
 pub struct DefaultStore;
 impl Store for DefaultStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        let store = default_store()?;
-        named(store, store.reserve(request))
+        default_store()?.reserve(request)
     }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        let store = default_store()?;
-        named(store, Store::take_over(store, id, expired, lease))
+        default_store()?.take_over(id, expired, lease)
     }
     fn complete(
         &self,
@@ -126,75 +123,20 @@ impl Store for DefaultStore {
         completion: Completion<'_>,
         retain: Duration,
     ) -> Result<(), StoreError> {
-        let store = default_store()?;
-        named(store, Store::complete(store, id, token, completion, retain))
+        default_store()?.complete(id, token, completion, retain)
     }
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        let store = default_store()?;
-        named(store, Store::release(store, id, token))
+        default_store()?.release(id, token)
     }
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        let store = default_store()?;
-        named(store, Store::abandon(store, id, token))
+        default_store()?.abandon(id, token)
     }
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        let store = default_store()?;
-        named(store, Store::read(store, id))
+        default_store()?.read(id)
     }
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        let store = default_store()?;
-        named(store, Store::purge(store, limit))
-    }
-}
-
-/// A backend failure of the default store names its file, so that a STORE_UNAVAILABLE
-/// answer tells an operator which file failed (tools using it never name it themselves).
-fn named<T>(store: &SqliteStore, result: Result<T, StoreError>) -> Result<T, StoreError> {
-    result.map_err(|error| match error {
-        StoreError::Backend(error) => {
-            StoreError::Backend(Box::new(InDefaultStore { path: store.path().to_owned(), error }))
-        }
-        other => other,
-    })
-}
-
-#[derive(Debug)]
-struct InDefaultStore {
-    path: PathBuf,
-    error: Box<dyn std::error::Error + Send + Sync>,
-}
-
-impl std::fmt::Display for InDefaultStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the default store {}: {}", self.path.display(), self.error)
-    }
-}
-
-impl std::error::Error for InDefaultStore {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.error)
+        default_store()?.purge(limit)
     }
 }
 
 crate::store::async_store_from_sync!(DefaultStore);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backend_failures_name_the_file_and_keep_their_source() {
-        let dir = std::env::temp_dir().join(format!("idem-default-store-test-{}", std::process::id()));
-        let store = SqliteStore::open(dir.join("named.db")).unwrap();
-        let io = std::io::Error::other("disk full");
-        let wrapped = named::<()>(&store, Err(StoreError::Backend(Box::new(io)))).unwrap_err();
-        let text = wrapped.to_string();
-        assert!(text.contains(&format!("the default store {}", store.path().display())), "{text}");
-        assert!(text.ends_with("disk full"), "{text}");
-        let StoreError::Backend(inner) = &wrapped else { panic!("{wrapped:?}") };
-        assert_eq!(std::error::Error::source(&**inner).unwrap().to_string(), "disk full");
-        assert!(matches!(named::<()>(&store, Err(StoreError::Fenced)), Err(StoreError::Fenced)));
-        drop(store);
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}

@@ -146,11 +146,20 @@ impl SqliteStore {
         let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let conn = match idle {
             Some(conn) => conn,
-            None => self.connect()?,
+            None => self.connect().map_err(|e| self.in_file(e))?,
         };
-        let result = f(&conn);
+        let result = f(&conn).map_err(|e| self.in_file(e));
         self.put_back(conn);
         result
+    }
+
+    /// A backend failure with the file it happened on, so that a STORE_UNAVAILABLE answer
+    /// tells an operator which file failed; the original error stays its source.
+    fn in_file(&self, error: StoreError) -> StoreError {
+        match error {
+            StoreError::Backend(error) => StoreError::Backend(Box::new(InFile { path: self.path.clone(), error })),
+            other => other,
+        }
     }
 
     /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
@@ -173,6 +182,25 @@ impl SqliteStore {
         if idle.len() < MAX_IDLE {
             idle.push(conn);
         }
+    }
+}
+
+/// A backend error and the store file it happened on.
+#[derive(Debug)]
+struct InFile {
+    path: PathBuf,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for InFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for InFile {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
     }
 }
 

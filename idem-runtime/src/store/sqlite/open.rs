@@ -93,18 +93,17 @@ impl SqliteStoreBuilder {
     /// on first use. A relative path is made absolute against the working directory now,
     /// once: connections the pool opens later use the same file even if the process
     /// changes its working directory.
-    pub fn open(mut self) -> Result<SqliteStore, StoreError> {
-        self.path = std::path::absolute(&self.path).map_err(|e| StoreError::Backend(Box::new(e)))?;
-        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e)))?;
-        }
+    /// Every failure names the file.
+    pub fn open(self) -> Result<SqliteStore, StoreError> {
+        let path = std::path::absolute(&self.path)
+            .map_err(|e| StoreError::Backend(format!("{}: {e}", self.path.display()).into()))?;
         let store = SqliteStore {
-            path: self.path,
+            path,
             synchronous: self.synchronous,
             busy_timeout: self.busy_timeout,
             idle: Mutex::new(Vec::new()),
         };
-        let conn = store.set_up()?;
+        let conn = store.create_parent().and_then(|()| store.set_up()).map_err(|e| store.in_file(e))?;
         store.put_back(conn);
         Ok(store)
     }
@@ -124,6 +123,13 @@ impl SqliteStore {
             path: path.as_ref().to_path_buf(),
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn create_parent(&self) -> Result<(), StoreError> {
+        match self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e))),
+            None => Ok(()),
         }
     }
 
@@ -216,9 +222,9 @@ impl SqliteStore {
         Err(Init::Failed(self.open_error(why)))
     }
 
+    /// [`open`](SqliteStoreBuilder::open) adds the file's path.
     fn open_error(&self, why: String) -> StoreError {
-        let message = format!("cannot open idem store {}: {why}", self.path.display());
-        StoreError::Backend(message.into())
+        StoreError::Backend(format!("cannot be opened as an idem store: {why}").into())
     }
 }
 

@@ -196,3 +196,33 @@ fn a_file_locked_past_the_busy_timeout_fails_to_open_and_says_why() {
     holder.execute_batch("ROLLBACK").unwrap();
     SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap();
 }
+
+/// A backend failure names the store's file, so that STORE_UNAVAILABLE says which file
+/// failed, and keeps the original error as its source; other errors pass unchanged.
+#[test]
+fn backend_failures_name_the_file_and_keep_their_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("named.db")).unwrap();
+    let io = std::io::Error::other("disk full");
+    let wrapped = store.in_file(StoreError::Backend(Box::new(io)));
+    let text = wrapped.to_string();
+    assert!(text.contains(&store.path().display().to_string()), "{text}");
+    assert!(text.ends_with("disk full"), "{text}");
+    let StoreError::Backend(inner) = &wrapped else { panic!("{wrapped:?}") };
+    assert_eq!(std::error::Error::source(&**inner).unwrap().to_string(), "disk full");
+    assert!(matches!(store.in_file(StoreError::Fenced), StoreError::Fenced));
+}
+
+/// Every failure to open names the file, whatever step failed.
+#[test]
+fn open_failures_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_db = dir.path().join("garbage.db");
+    std::fs::write(&not_a_db, "this is not an SQLite file, and long enough to be read as one").unwrap();
+    let not_a_dir = dir.path().join("a-file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    for path in [not_a_db, not_a_dir.join("keys.db")] {
+        let error = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(error.contains(&path.display().to_string()), "{error}");
+    }
+}

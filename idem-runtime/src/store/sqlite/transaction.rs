@@ -244,7 +244,7 @@ impl SqliteStore {
         T: Serialize + DeserializeOwned,
         F: FnOnce(&Transaction<'_>) -> Result<T, E>,
     {
-        let unavailable = |e: StoreError| TransactionError::Idem(unavailable(id, &e));
+        let unavailable = |e: StoreError| TransactionError::Idem(unavailable(id, &self.in_file(e)));
         let lease = duration_ms(crate::DEFAULT_LEASE);
         for _ in 0..ROUNDS {
             // Dropping `tx` without a commit rolls it back: on an early return, or a panic.
