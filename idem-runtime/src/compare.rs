@@ -145,7 +145,7 @@ pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
     names
         .into_iter()
         .filter(|name| stored_fields.get(*name) != requested_fields.get(*name))
-        .map(|name| FieldDifference::new(name.clone(), stored_fields.get(name), requested_fields.get(name), canonical))
+        .map(|name| FieldDifference::new(name.clone(), stored_fields.get(name), requested_fields.get(name)))
         .collect()
 }
 

@@ -105,16 +105,14 @@ pub struct FieldDifference {
 pub(crate) const ABSENT: &str = "(absent)";
 
 impl FieldDifference {
-    /// A difference of `field` between two values, `None` where a call did not compare it;
-    /// `text` writes a present value's canonical text.
+    /// A difference of `field` between two values, `None` where a call did not compare it.
     pub(crate) fn new(
         field: String,
         stored: Option<&serde_json::Value>,
         requested: Option<&serde_json::Value>,
-        text: impl Fn(&serde_json::Value) -> String,
     ) -> Self {
         let side = |value: Option<&serde_json::Value>| match value {
-            Some(value) => (value.clone(), text(value)),
+            Some(value) => (value.clone(), crate::compare::canonical(value)),
             None => (serde_json::Value::Null, ABSENT.to_owned()),
         };
         let ((stored, stored_text), (requested, requested_text)) = (side(stored), side(requested));
@@ -270,6 +268,7 @@ mod tests {
         assert!(error.retryable(), "retryable follows the code, not the input");
         let unknown = serde_json::from_str::<Error>(r#"{"error": {"code": "PAUSED", "message": "m"}}"#).unwrap_err();
         assert!(unknown.to_string().contains("PAUSED"), "{unknown}");
+        assert!(unknown.to_string().contains("NAMESPACE_CLASH"), "every known code is listed: {unknown}");
         assert!(serde_json::from_str::<Error>(r#"{"code": "TIMEOUT", "message": "m"}"#).is_err(), "the body alone");
     }
 

@@ -31,8 +31,8 @@ impl<'de> Deserialize<'de> for ErrorCode {
     }
 }
 
-const CODES: [&str; 7] = {
-    let mut codes = [""; 7];
+const CODES: [&str; ErrorCode::ALL.len()] = {
+    let mut codes = [""; ErrorCode::ALL.len()];
     let mut i = 0;
     while i < codes.len() {
         codes[i] = ErrorCode::ALL[i].as_str();
@@ -176,8 +176,7 @@ impl<'de> Deserialize<'de> for Wire {
                     }
                 }
                 let field = field.ok_or_else(|| de::Error::missing_field("field"))?;
-                let text = crate::compare::canonical;
-                Ok(Wire(FieldDifference::new(field, stored.as_ref(), requested.as_ref(), text)))
+                Ok(Wire(FieldDifference::new(field, stored.as_ref(), requested.as_ref())))
             }
         }
         deserializer.deserialize_map(DifferenceVisitor)
