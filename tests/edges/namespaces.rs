@@ -112,6 +112,7 @@ fn methods_sharing_a_default_namespace_refuse_loudly_instead_of_replaying() {
     assert_eq!(refused.code(), ErrorCode::NamespaceClash);
     assert!(!refused.retryable());
     assert!(refused.message().contains("edges::namespaces::clash::notify"), "{}", refused.message());
+    assert!(refused.message().contains("tests/edges/namespaces.rs:"), "names the owner's site: {}", refused.message());
     assert!(refused.suggestion().unwrap().contains("namespace = "), "{:?}", refused.suggestion());
     let status = match owner_is_email {
         true => clash::Sms.notify_status("u0".into()),

@@ -6,24 +6,21 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Tool;
 use crate::error::{Error, ErrorCode};
 
-/// Whether a tool's namespace was checked against the others in this process.
+/// Whether a tool was found to own its namespace in this process (so later calls skip
+/// the check).
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Claim(AtomicU8);
-
-const UNCHECKED: u8 = 0;
-const OWN: u8 = 1;
-const CLASH: u8 = 2;
+pub struct Claim(AtomicBool);
 
 impl Claim {
     /// Not checked yet; usable in a `static`.
     pub const fn new() -> Self {
-        Claim(AtomicU8::new(UNCHECKED))
+        Claim(AtomicBool::new(false))
     }
 }
 
@@ -40,31 +37,29 @@ static DEFAULT_NAMESPACES: Mutex<Option<HashMap<&'static str, &'static str>>> = 
 /// it is then deliberate), or no other tool in this process uses it by default. A tool's
 /// call and its status function are one tool: they share the attribute's site.
 pub(crate) fn claim(tool: &'static Tool) -> Result<(), Error> {
-    match tool.claim.0.load(Ordering::Acquire) {
-        OWN => return Ok(()),
-        CLASH => return Err(clash(tool, None)),
-        _ => {}
-    }
-    if tool.namespace_given {
-        tool.claim.0.store(OWN, Ordering::Release);
+    if tool.claim.0.load(Ordering::Acquire) {
         return Ok(());
     }
+    if tool.namespace_given {
+        tool.claim.0.store(true, Ordering::Release);
+        return Ok(());
+    }
+    // First call, or a refused tool again (the slow path either way): the first site to
+    // claim the namespace owns it.
     let mut claims = DEFAULT_NAMESPACES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let first = *claims.get_or_insert_with(HashMap::new).entry(tool.namespace).or_insert(tool.site);
     drop(claims);
     if first == tool.site {
-        tool.claim.0.store(OWN, Ordering::Release);
+        tool.claim.0.store(true, Ordering::Release);
         Ok(())
     } else {
-        tool.claim.0.store(CLASH, Ordering::Release);
-        Err(clash(tool, Some(first)))
+        Err(clash(tool, first))
     }
 }
 
-fn clash(tool: &Tool, first: Option<&str>) -> Error {
-    let other = first.map_or_else(|| "another tool".to_owned(), |site| format!("the tool at {site}"));
+fn clash(tool: &Tool, first: &str) -> Error {
     let message = format!(
-        "{}: refused before running: {other} already uses the default namespace {:?}, and two tools sharing one namespace would answer each other's calls from the same records",
+        "{}: refused before running: the tool at {first} already uses the default namespace {:?}, and two tools sharing one namespace would answer each other's calls from the same records",
         tool.name, tool.namespace
     );
     tracing::error!(target: "idem", tool = tool.name, namespace = tool.namespace, site = tool.site, "{message}");
