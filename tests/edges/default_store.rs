@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use idem::{Status, idempotent};
 
@@ -45,6 +46,15 @@ fn default_store_child() {
     });
     assert!(again.iter().all(|answer| *answer == first), "{first:?} then {again:?}");
     assert!(matches!(greet_status("ann".into()), Ok(Status::Completed(_))));
+    // Inside a transaction the pool's connection is taken, so this read opens a new
+    // connection after the change of directory, for certain.
+    let probe_key = format!("probe-{}", std::process::id());
+    let probe = idem::store::RecordId { namespace: "default-store-test", key: &probe_key };
+    let store = idem::default_store().unwrap();
+    let read = store.transaction(probe, &(), Duration::from_secs(60), |_| {
+        Ok::<_, String>(matches!(greet_status("ann".into()), Ok(Status::Completed(_))))
+    });
+    assert!(matches!(read, Ok(idem::store::Transacted::Ran(true))), "{read:?}");
     assert_eq!(idem::default_store_path().unwrap(), path);
     println!("runs={} answer={first} store={}", RUNS.load(Ordering::SeqCst), path.display());
 }
