@@ -856,6 +856,9 @@ impl Store for Broken {
     ) -> Result<idem::store::Token, idem::store::StoreError> {
         self.inner.take_over(id, expired, lease)
     }
+    fn renew(&self, renewal: idem::store::Renew<'_>) -> Result<(), idem::store::StoreError> {
+        self.inner.renew(renewal)
+    }
     fn complete(
         &self,
         id: RecordId<'_>,

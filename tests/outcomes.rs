@@ -144,6 +144,9 @@ impl Store for BrokenStore {
     fn take_over(&self, _: RecordId<'_>, _: Token, _: Duration) -> Result<Token, StoreError> {
         Err(broken())
     }
+    fn renew(&self, _: idem::store::Renew<'_>) -> Result<(), StoreError> {
+        Err(broken())
+    }
     fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
         Err(broken())
     }
@@ -166,6 +169,9 @@ impl AsyncStore for BrokenStore {
         Box::pin(async { Err(broken()) })
     }
     fn take_over<'a>(&'a self, _: RecordId<'a>, _: Token, _: Duration) -> BoxFuture<'a, Result<Token, StoreError>> {
+        Box::pin(async { Err(broken()) })
+    }
+    fn renew<'a>(&'a self, _: idem::store::Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async { Err(broken()) })
     }
     fn complete<'a>(

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::store::{Completion, Record, RecordId, Reservation, Reserve, SqliteStore, Store, StoreError, Token};
+use crate::store::{
+    Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token,
+};
 
 /// The environment variable that sets the default store's file, read on first use.
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
@@ -115,6 +117,9 @@ impl Store for DefaultStore {
     }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         default_store()?.take_over(id, expired, lease)
+    }
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        default_store()?.renew(renewal)
     }
     fn complete(
         &self,

@@ -127,7 +127,7 @@ fn status_of<T: DeserializeOwned>(
         .with_suggestion(format!("a person must inspect the record for {key}"))
     };
     Ok(match record.state {
-        RecordState::InProgress { lease_expired: false, lease_until_ms } => {
+        RecordState::InProgress { lease_expired: false, lease_until_ms, .. } => {
             Status::InProgress { since_ms: record.created_at_ms, lease_until_ms }
         }
         RecordState::InProgress { lease_expired: true, .. } => Status::Unknown { since_ms: record.created_at_ms },

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use idem::store::{Completion, FromSync, Record, RecordId, Reservation, Reserve, StoreError, Token};
+use idem::store::{Completion, FromSync, Record, RecordId, Renew, Reservation, Reserve, StoreError, Token};
 use idem::{MemoryStore, Outcome, Store, idempotent};
 
 /// A sync store that counts its reservations, over a `MemoryStore`.
@@ -13,6 +13,7 @@ use idem::{MemoryStore, Outcome, Store, idempotent};
 struct CountingStore {
     records: MemoryStore,
     reserves: AtomicUsize,
+    renewals: AtomicUsize,
 }
 
 impl Store for CountingStore {
@@ -22,6 +23,10 @@ impl Store for CountingStore {
     }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         Store::take_over(&self.records, id, expired, lease)
+    }
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        self.renewals.fetch_add(1, Ordering::SeqCst);
+        Store::renew(&self.records, renewal)
     }
     fn complete(
         &self,

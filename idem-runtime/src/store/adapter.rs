@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{AsyncStore, BoxFuture, Completion, Record, RecordId, Reservation, Reserve, Store, StoreError, Token};
+use super::{
+    AsyncStore, BoxFuture, Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token,
+};
 
 /// A sync [`Store`] as an [`AsyncStore`] too, for async tools: each operation runs the
 /// sync one on the calling task, and its future is ready at once.
@@ -30,7 +32,8 @@ use super::{AsyncStore, BoxFuture, Completion, Record, RecordId, Reservation, Re
 ///     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
 ///         self.records.reserve(request)
 ///     }
-///     // ... the six other operations
+///     // ... the seven other operations
+/// #   fn renew(&self, r: idem_runtime::store::Renew<'_>) -> Result<(), StoreError> { self.records.renew(r) }
 /// #   fn take_over(&self, id: RecordId<'_>, t: Token, l: Duration) -> Result<Token, StoreError> { self.records.take_over(id, t, l) }
 /// #   fn complete(&self, id: RecordId<'_>, t: Token, c: Completion<'_>, r: Duration) -> Result<(), StoreError> { self.records.complete(id, t, c, r) }
 /// #   fn release(&self, id: RecordId<'_>, t: Token) -> Result<(), StoreError> { self.records.release(id, t) }
@@ -69,6 +72,9 @@ impl<S: Store> Store for FromSync<S> {
     }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         self.0.take_over(id, expired, lease)
+    }
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        self.0.renew(renewal)
     }
     fn complete(
         &self,
@@ -119,6 +125,13 @@ macro_rules! async_store_from_sync {
             ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Token, $crate::store::StoreError>> {
                 let $this = self;
                 Box::pin(::std::future::ready($crate::store::Store::take_over($sync, id, expired, lease)))
+            }
+            fn renew<'a>(
+                &'a self,
+                renewal: $crate::store::Renew<'a>,
+            ) -> $crate::store::BoxFuture<'a, Result<(), $crate::store::StoreError>> {
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::renew($sync, renewal)))
             }
             fn complete<'a>(
                 &'a self,
@@ -171,6 +184,9 @@ macro_rules! forward_through_pointer {
             fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
                 (**self).take_over(id, expired, lease)
             }
+            fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+                (**self).renew(renewal)
+            }
             fn complete(
                 &self,
                 id: RecordId<'_>,
@@ -205,6 +221,9 @@ macro_rules! forward_through_pointer {
                 lease: Duration,
             ) -> BoxFuture<'a, Result<Token, StoreError>> {
                 (**self).take_over(id, expired, lease)
+            }
+            fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).renew(renewal)
             }
             fn complete<'a>(
                 &'a self,
@@ -258,6 +277,10 @@ macro_rules! inherent_store_ops {
                 lease: ::std::time::Duration,
             ) -> Result<$crate::store::Token, $crate::store::StoreError> {
                 $crate::store::Store::take_over(self, id, expired, lease)
+            }
+            /// Renews a running call's lease; see [`Store::renew`](crate::store::Store::renew).
+            pub fn renew(&self, renewal: $crate::store::Renew<'_>) -> Result<(), $crate::store::StoreError> {
+                $crate::store::Store::renew(self, renewal)
             }
             /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
             pub fn complete(
@@ -319,6 +342,10 @@ macro_rules! inherent_store_ops {
                 lease: ::std::time::Duration,
             ) -> Result<$crate::store::Token, $crate::store::StoreError> {
                 $crate::store::AsyncStore::take_over(self, id, expired, lease).await
+            }
+            /// Renews a running call's lease; see [`Store::renew`](crate::store::Store::renew).
+            pub async fn renew(&self, renewal: $crate::store::Renew<'_>) -> Result<(), $crate::store::StoreError> {
+                $crate::store::AsyncStore::renew(self, renewal).await
             }
             /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
             pub async fn complete(

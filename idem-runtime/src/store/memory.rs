@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
+use super::{
+    Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
+};
 use crate::testing::conformance::PlantRecord;
 
 /// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
@@ -56,6 +58,7 @@ struct Entry {
     created_at_ms: i64,
     updated_at_ms: i64,
     retain_until_ms: Option<i64>,
+    progress: Option<String>,
     state: State,
 }
 
@@ -94,7 +97,8 @@ impl Entry {
     fn to_record(&self, id: RecordId<'_>, now: i64) -> Result<Record, StoreError> {
         let state = match &self.state {
             State::InProgress { lease_until_ms } => {
-                RecordState::InProgress { lease_until_ms: *lease_until_ms, lease_expired: *lease_until_ms <= now }
+                let (lease_until_ms, lease_expired) = (*lease_until_ms, *lease_until_ms <= now);
+                RecordState::InProgress { lease_until_ms, lease_expired, progress: self.progress.clone() }
             }
             State::Completed(result) => RecordState::Completed { result: result.clone() },
             State::Failed(error) => RecordState::Failed { error: error.clone() },
@@ -137,6 +141,7 @@ impl Store for MemoryStore {
             created_at_ms: now,
             updated_at_ms: now,
             retain_until_ms: None,
+            progress: None,
             state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
         };
         keys.insert(key.to_owned(), entry);
@@ -154,7 +159,21 @@ impl Store for MemoryStore {
         entry.token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
         entry.state = State::InProgress { lease_until_ms: now + duration_ms(lease) };
         entry.updated_at_ms = now;
+        entry.progress = None;
         Ok(entry.token)
+    }
+
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let entry =
+            records.get_mut(renewal.id).filter(|entry| entry.held_by(renewal.token)).ok_or(StoreError::Fenced)?;
+        let now = now_ms();
+        entry.state = State::InProgress { lease_until_ms: now + duration_ms(renewal.lease) };
+        entry.updated_at_ms = now;
+        if let Some(progress) = renewal.progress {
+            entry.progress = Some(progress.to_owned());
+        }
+        Ok(())
     }
 
     fn complete(
@@ -170,6 +189,7 @@ impl Store for MemoryStore {
             Completion::Success(result) => State::Completed(result.to_owned()),
             Completion::KeptError(error) => State::Failed(error.to_owned()),
         };
+        entry.progress = None;
         let now = now_ms();
         entry.updated_at_ms = now;
         entry.retain_until_ms = Some(now + duration_ms(retain));
@@ -232,6 +252,7 @@ impl PlantRecord for MemoryStore {
             created_at_ms: now,
             updated_at_ms: now,
             retain_until_ms: None,
+            progress: None,
             state: State::Unknown(state.to_owned()),
         };
         keys.insert(id.key.to_owned(), entry);

@@ -92,6 +92,21 @@ pub struct Reserve<'a> {
     pub lease: Duration,
 }
 
+/// A renewal of a reservation's lease by its holder, whose body is still running: what
+/// keeps a slow call's key its own for as long as it runs (see [`Store::renew`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Renew<'a> {
+    /// The record held.
+    pub id: RecordId<'a>,
+    /// The holder's token.
+    pub token: Token,
+    /// The new lease, counted from now by the store's clock.
+    pub lease: Duration,
+    /// A short progress message to keep with the reservation (`idem::progress`); `None`
+    /// leaves the stored one as it is.
+    pub progress: Option<&'a str>,
+}
+
 /// What a reservation attempt found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reservation {
@@ -132,6 +147,8 @@ pub enum RecordState {
         /// Whether the lease has ended, judged by the store's clock (for PostgreSQL, the
         /// server's), never a worker's.
         lease_expired: bool,
+        /// The last progress message the running body reported (`idem::progress`), if any.
+        progress: Option<String>,
     },
     /// The body succeeded; its result as JSON.
     Completed {
@@ -156,10 +173,11 @@ impl RecordState {
         state: &str,
         result: Option<String>,
         lease: (Option<i64>, Option<bool>),
+        progress: Option<String>,
     ) -> Result<RecordState, String> {
         match (state, result, lease) {
             ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
-                Ok(RecordState::InProgress { lease_until_ms, lease_expired })
+                Ok(RecordState::InProgress { lease_until_ms, lease_expired, progress })
             }
             ("in_progress", _, _) => Err("in progress without a lease end".to_owned()),
             ("completed", Some(result), _) => Ok(RecordState::Completed { result }),
@@ -234,6 +252,14 @@ pub trait Store: Send + Sync {
     /// number of concurrent callers, at most one succeeds.
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError>;
 
+    /// Extends the lease of the in-progress record held by `renewal.token` to
+    /// `renewal.lease` from now, by the store's clock, and keeps `renewal.progress` with it.
+    /// It succeeds while the token holds the record, even after its lease ended, as long as
+    /// nobody took it over. [`StoreError::Fenced`] when the token no longer holds it (taken
+    /// over, released, completed); then nothing changes and the holder knows its key is
+    /// gone. idem calls it while a body runs, every third of the lease.
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError>;
+
     /// Settles the in-progress record held by `token`, to be kept for at least `retain`.
     /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
     fn complete(
@@ -284,6 +310,8 @@ pub trait AsyncStore: Send + Sync {
         expired: Token,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Token, StoreError>>;
+    /// See [`Store::renew`].
+    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>>;
     /// See [`Store::complete`].
     fn complete<'a>(
         &'a self,

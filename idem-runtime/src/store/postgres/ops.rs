@@ -97,7 +97,7 @@ pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, S
     let updated_at_ms = required(5, "updated_at")?;
     let lease: (Option<i64>, Option<bool>) = (time(6)?, row.try_get(at + 7).map_err(get_err)?);
     let retain_until_ms = time(8)?;
-    let state = RecordState::from_columns(state, result, lease).map_err(|why| corrupt(id, why))?;
+    let state = RecordState::from_columns(state, result, lease, None).map_err(|why| corrupt(id, why))?;
     Ok(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state })
 }
 
@@ -151,6 +151,10 @@ impl AsyncStore for PgStore {
         })
     }
 
+    fn renew<'a>(&'a self, _renewal: crate::store::Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::Backend("BRANCH STUB: renew not implemented yet".into())) })
+    }
+
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = db_token(token)?;
@@ -200,6 +204,9 @@ impl Store for PgStore {
         retain: Duration,
     ) -> Result<(), StoreError> {
         block_on(AsyncStore::complete(self, id, token, completion, retain))
+    }
+    fn renew(&self, renewal: crate::store::Renew<'_>) -> Result<(), StoreError> {
+        block_on(AsyncStore::renew(self, renewal))
     }
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         block_on(AsyncStore::release(self, id, token))

@@ -219,7 +219,7 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             let in_progress = state == "in_progress";
             let result = if in_progress { None } else { row.get(3)? };
             let lease = if in_progress { (row.get(6)?, row.get(7)?) } else { (None, None) };
-            let state = RecordState::from_columns(state, result, lease);
+            let state = RecordState::from_columns(state, result, lease, None);
             let token: i64 = row.get(0)?;
             Ok((token, state, row.get(2)?, (row.get(4)?, row.get(5)?, row.get(8)?)))
         })
@@ -293,6 +293,10 @@ impl Store for SqliteStore {
             tx.commit().map_err(backend)?;
             u64::try_from(token).map(Token).map_err(|e| StoreError::Backend(e.into()))
         })
+    }
+
+    fn renew(&self, _renewal: crate::store::Renew<'_>) -> Result<(), StoreError> {
+        Err(StoreError::Backend("BRANCH STUB: renew not implemented yet".into()))
     }
 
     fn complete(

@@ -220,7 +220,7 @@ fn lease_expiry_is_judged_by_the_store(store: &impl Store) {
     let live = id("lease-live");
     acquire(store, live, "{}");
     let record = existing(store, live, "{}");
-    let RecordState::InProgress { lease_until_ms, lease_expired } = record.state else {
+    let RecordState::InProgress { lease_until_ms, lease_expired, .. } = record.state else {
         panic!("a reservation must be in progress, got {:?}", record.state);
     };
     assert!(!lease_expired, "a one-hour lease must not read as expired");

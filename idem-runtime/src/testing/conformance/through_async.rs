@@ -31,6 +31,9 @@ impl<S: crate::store::AsyncStore> Store for ThroughAsync<S> {
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         block_on(self.0.take_over(id, expired, lease))
     }
+    fn renew(&self, renewal: crate::store::Renew<'_>) -> Result<(), StoreError> {
+        block_on(self.0.renew(renewal))
+    }
     fn complete(
         &self,
         id: RecordId<'_>,
