@@ -1,5 +1,5 @@
 //! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`,
-//! `namespace = "..."`, `lease = "5m"`, `retain = "7d"`, `timeout = "2s"`,
+//! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
 //! `on_error = keep`, `reconcile = expr`, `crate = "my_idem"`.
 
 use proc_macro2::{Span, TokenStream};
@@ -10,7 +10,7 @@ use syn::{Expr, Ident, LitStr, Token};
 use crate::errors::Errors;
 
 const EXPECTED: &str =
-    "expected one of: key, compare, store, namespace, lease, retain, timeout, on_error, reconcile, crate";
+    "expected one of: key, compare, store, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -20,6 +20,7 @@ pub struct Args {
     pub store: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease: Option<(u64, Span)>,
+    pub max_hold: Option<(u64, Span)>,
     pub retain: Option<(u64, Span)>,
     pub timeout: Option<(u64, Span)>,
     /// `on_error = keep`: the body's errors are the final answer.
@@ -67,6 +68,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         store: None,
         namespace: None,
         lease: None,
+        max_hold: None,
         retain: None,
         timeout: None,
         keep_errors: None,
@@ -89,6 +91,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             }),
             "store" => set_once(&meta, &mut args.store, "store", || meta.value()?.parse()),
             "lease" => set_once(&meta, &mut args.lease, "lease", || duration(&meta, "lease")),
+            "max_hold" => set_once(&meta, &mut args.max_hold, "max_hold", || duration(&meta, "max_hold")),
             "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),
             "timeout" => set_once(&meta, &mut args.timeout, "timeout", || duration(&meta, "timeout")),
             "reconcile" => set_once(&meta, &mut args.reconcile, "reconcile", || meta.value()?.parse()),

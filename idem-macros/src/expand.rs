@@ -177,6 +177,10 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(#krate::__private::DEFAULT_LEASE),
     };
+    let max_hold = match plan.max_hold_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(#krate::__private::DEFAULT_MAX_HOLD),
+    };
     let retain = match plan.retain_ms {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(#krate::__private::DEFAULT_RETAIN),
@@ -191,6 +195,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             compare: &[#(#compare),*],
             status_fn: #status_fn,
             lease: #lease,
+            max_hold: #max_hold,
             retain: #retain,
             counters: #krate::__private::Counters::new(),
             claim: #krate::__private::Claim::new(),

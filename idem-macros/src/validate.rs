@@ -20,6 +20,7 @@ pub struct Plan {
     pub store: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease_ms: Option<u64>,
+    pub max_hold_ms: Option<u64>,
     pub retain_ms: Option<u64>,
     pub timeout_ms: Option<u64>,
     pub keep_errors: bool,
@@ -42,6 +43,9 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     check_shape(item, errors);
     if let Some((_, span)) = args.timeout {
         check_timeout(item, span, errors);
+    }
+    if let Some(max_hold) = args.max_hold {
+        check_max_hold(max_hold, args.lease, errors);
     }
     let Some(key) = args.key else {
         // After a syntax error the arguments past it were never read: no "missing key" then.
@@ -115,6 +119,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         store: args.store,
         namespace: args.namespace,
         lease_ms: args.lease.map(|(ms, _)| ms),
+        max_hold_ms: args.max_hold.map(|(ms, _)| ms),
         retain_ms: args.retain.map(|(ms, _)| ms),
         timeout_ms: args.timeout.map(|(ms, _)| ms),
         keep_errors: args.keep_errors.is_some(),
@@ -144,6 +149,25 @@ fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<
         }
     }
     walk(quote::ToTokens::to_token_stream(store), bindings, status_inputs);
+}
+
+/// idem's default lease, `idem::DEFAULT_LEASE` (a test of the facade pins the two together).
+const DEFAULT_LEASE_MS: u64 = 30_000;
+
+/// Renewal stops at `max_hold`, so a `max_hold` shorter than one lease would never renew.
+fn check_max_hold((max_hold_ms, span): (u64, Span), lease: Option<(u64, Span)>, errors: &mut Errors) {
+    let (lease_ms, whose) = match lease {
+        Some((ms, _)) => (ms, "the lease"),
+        None => (DEFAULT_LEASE_MS, "the default lease"),
+    };
+    if max_hold_ms < lease_ms {
+        errors.at(
+            span,
+            format!(
+                "`max_hold` ({max_hold_ms} ms) is shorter than {whose} ({lease_ms} ms): it bounds how long a running body keeps its key by renewing the lease, so make it at least one lease (default 1h), or shorten `lease`"
+            ),
+        );
+    }
 }
 
 /// `timeout` lets the body run on after its caller got TIMEOUT, as a task of its own: the

@@ -1,8 +1,8 @@
 //! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
 
 pub use crate::call::{
-    Call, Claim, DEFAULT_LEASE, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release, Tool,
-    reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
+    Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release,
+    Tool, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;

@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::store::{
-    Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token,
-};
+use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token};
 
 /// The environment variable that sets the default store's file, read on first use.
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";

@@ -25,11 +25,11 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-pub use call::{Abandoned, DEFAULT_LEASE, DEFAULT_RETAIN, Reconciled, current_key};
+pub use call::{Abandoned, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, Reconciled, current_key, progress};
 pub use default_store::{
     DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, default_store_path, set_default_store_path,
 };
-pub use error::{Error, ErrorCode, FieldDifference};
+pub use error::{Error, ErrorCode, FieldDifference, Running};
 pub use key::{Key, KeyPart, normalize};
 pub use metrics::{ToolMetrics, metrics};
 pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};

@@ -15,9 +15,10 @@ use crate::scope::Scoped;
 use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
 
 use super::decide::{Answer, Step, decide, store_failed, unknown, unreadable};
-pub(crate) use super::driven::{Async, Blocking, Driven, ready_now};
+pub(crate) use super::driven::{Async, Driven, ready_now, with_blocking};
+use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
-use super::{Call, CurrentKey, Tool};
+use super::{Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
 pub(crate) struct Ran<O> {
@@ -60,7 +61,11 @@ where
         }
     };
     let abandon = Abandon::arm(tool, &key);
-    let output = Scoped::new(body, CurrentKey(Some(key.clone()))).await;
+    let held = store.hold(tool, &key, token);
+    let current = Current { key: Some(key.clone()), slot: Some(held.slot().clone()) };
+    let output = renewing(store, &held, id, token, tool, Scoped::new(body, current)).await;
+    // Renewal ends before the completion is written: no renewal races the completion.
+    drop(held);
     abandon.disarm();
     let outcome = match settlement(tool, &key, &output, policy) {
         Some(Ok(completion)) => {

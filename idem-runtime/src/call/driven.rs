@@ -4,7 +4,13 @@
 use std::future::{Future, ready};
 use std::time::Duration;
 
-use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
+use crate::key::Key;
+use crate::store::{AsyncStore, Completion, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
+
+use super::Tool;
+use super::hold::hold_async;
+pub(crate) use super::hold::{Blocking, with_blocking};
+use super::renewer::Registration;
 
 /// The store operations the driver awaits, with futures of each store's own type.
 pub(crate) trait Driven {
@@ -16,6 +22,10 @@ pub(crate) trait Driven {
         expired: Token,
         lease: Duration,
     ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a;
+    fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    /// Registers the running call held by `token` with the renewer, until the returned
+    /// registration is dropped.
+    fn hold(&self, tool: &'static Tool, key: &Key, token: Token) -> Registration;
     fn complete<'a>(
         &'a self,
         id: RecordId<'a>,
@@ -35,22 +45,30 @@ pub(crate) trait Driven {
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
 }
 
-/// A sync store seen as an async one whose futures are ready at once, for the driver.
-pub(crate) struct Blocking<'s, S: ?Sized>(pub(crate) &'s S);
-
 /// An async store, for the driver.
-pub(crate) struct Async<'s, S: ?Sized>(pub(crate) &'s S);
+pub(crate) struct Async<'s, S: ?Sized> {
+    pub(crate) store: &'s S,
+}
 
-/// Implements [`Driven`] for a wrapper of `$store`: `$wrap` turns what the store's method
-/// returned (`$returned`) into the future.
+/// Implements [`Driven`] for a wrapper of `$store` (the field `store`): `$wrap` turns what
+/// the store's method returned (`$returned`) into the future; `$hold` registers a running
+/// call.
 macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr) => {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident| $hold:expr) => {
         impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
+            fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
+                let $returned = $store::renew(self.store, renewal);
+                $wrap
+            }
+            fn hold(&self, $tool: &'static Tool, $key: &Key, $token: Token) -> Registration {
+                let $this = self;
+                $hold
+            }
             fn reserve<'a>(
                 &'a self,
                 request: Reserve<'a>,
             ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a {
-                let $returned = $store::reserve(self.0, request);
+                let $returned = $store::reserve(self.store, request);
                 $wrap
             }
             fn take_over<'a>(
@@ -59,7 +77,7 @@ macro_rules! driven {
                 expired: Token,
                 lease: Duration,
             ) -> impl Future<Output = Result<Token, StoreError>> + Send + 'a {
-                let $returned = $store::take_over(self.0, id, expired, lease);
+                let $returned = $store::take_over(self.store, id, expired, lease);
                 $wrap
             }
             fn complete<'a>(
@@ -69,7 +87,7 @@ macro_rules! driven {
                 completion: Completion<'a>,
                 retain: Duration,
             ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::complete(self.0, id, token, completion, retain);
+                let $returned = $store::complete(self.store, id, token, completion, retain);
                 $wrap
             }
             fn release<'a>(
@@ -77,7 +95,7 @@ macro_rules! driven {
                 id: RecordId<'a>,
                 token: Token,
             ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::release(self.0, id, token);
+                let $returned = $store::release(self.store, id, token);
                 $wrap
             }
             fn abandon<'a>(
@@ -85,15 +103,15 @@ macro_rules! driven {
                 id: RecordId<'a>,
                 token: Token,
             ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
-                let $returned = $store::abandon(self.0, id, token);
+                let $returned = $store::abandon(self.store, id, token);
                 $wrap
             }
         }
     };
 }
 
-driven!(Blocking, Store, |result| ready(result));
-driven!(Async, AsyncStore, |future| future);
+driven!(Blocking, Store, |result| ready(result), |this, tool, key, token| this.hold(tool, key, token));
+driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token| hold_async(tool, key));
 
 /// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
 /// takes the future pinned where it was made, so the large state machine is not moved.

@@ -7,8 +7,10 @@
 mod decide;
 mod drive;
 mod driven;
+mod hold;
 mod hooks;
 mod namespace;
+mod renewer;
 #[cfg(test)]
 mod tests;
 mod timeout;
@@ -22,11 +24,11 @@ use crate::key::{Key, KeyPart, Segment, build_key};
 use crate::metrics::Counters;
 use crate::observe::record;
 use crate::output::ToolOutput;
-use crate::scope::Scope;
 use crate::store::{AsyncStore, Store};
 
-pub(crate) use decide::store_failed;
-use drive::{Async, Blocking, drive, ready_now};
+pub(crate) use decide::{running, store_failed};
+use drive::{Async, drive, ready_now, with_blocking};
+pub use hold::progress;
 pub use hooks::{
     Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,
 };
@@ -54,8 +56,11 @@ pub struct Tool {
     pub compare: &'static [&'static str],
     /// The generated status function's name, named in suggestions.
     pub status_fn: &'static str,
-    /// How long a reservation holds before an unfinished call counts as abandoned.
+    /// How long a reservation holds without a renewal before an unfinished call counts
+    /// as abandoned.
     pub lease: Duration,
+    /// How long a running body's lease is renewed at most.
+    pub max_hold: Duration,
     /// How long a settled record is kept before [`Store::purge`] may remove it.
     pub retain: Duration,
     /// How often calls ended in each outcome.
@@ -64,9 +69,17 @@ pub struct Tool {
     pub claim: Claim,
 }
 
-/// The default lease: long enough for slow providers, short enough that a crashed call
-/// is reported as OUTCOME_UNKNOWN within minutes rather than blocking its key for good.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+/// The default lease: how long the key of a call whose process died stays blocked before
+/// the call counts as abandoned. A running body's lease is renewed every third of it, so
+/// the lease need not outlast the slowest body: 30 seconds frees a dead call's key within
+/// half a minute, and leaves a renewal 20 seconds to land (two more tries) before a live
+/// call could lose its key.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The default `max_hold`: after an hour, a body's lease is no longer renewed, so a body
+/// that hangs for good frees its key one lease later. A body that finishes later still
+/// records its result if nobody took its key over meanwhile.
+pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
 
 /// The default retention of settled records: a week, longer than model retries (seconds),
 /// webhook redelivery (hours) and most dead-letter redelivery (days). A retry that comes
@@ -108,7 +121,9 @@ where
     P: ErrorPolicy<O>,
 {
     let (tool, started) = (call.tool, call.started);
-    let ran = ready_now(std::pin::pin!(drive(call, &Blocking(store), async move { body() }, &hook, &policy)));
+    let ran = with_blocking(store, |store| {
+        ready_now(std::pin::pin!(drive(call, store, async move { body() }, &hook, &policy)))
+    });
     record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
 }
@@ -123,28 +138,14 @@ where
     P: ErrorPolicy<O>,
 {
     let (tool, started) = (call.tool, call.started);
-    let ran = drive(call, &Async(store), body, &hook, &policy).await;
+    let ran = drive(call, &Async { store }, body, &hook, &policy).await;
     record(tool, ran.key.as_ref(), ran.outcome, started);
     ran.output
-}
-
-thread_local!(static CURRENT_KEY: std::cell::RefCell<Option<Key>> = const { std::cell::RefCell::new(None) });
-
-struct CurrentKey(Option<Key>);
-
-impl Scope for CurrentKey {
-    type Saved = Option<Key>;
-    fn enter(&mut self) -> Option<Key> {
-        CURRENT_KEY.with(|slot| slot.replace(self.0.take()))
-    }
-    fn exit(&mut self, saved: Option<Key>) {
-        self.0 = CURRENT_KEY.with(|slot| slot.replace(saved));
-    }
 }
 
 /// The key of the idempotent call whose body is running on this thread or task, to send
 /// to a provider that accepts idempotency keys (as Stripe does), or to derive per-step
 /// keys with [`Key::step`]. `None` outside a body.
 pub fn current_key() -> Option<Key> {
-    CURRENT_KEY.with(|slot| slot.borrow().clone())
+    hold::current_key()
 }

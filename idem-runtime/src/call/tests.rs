@@ -56,6 +56,7 @@ static SENSOR: Tool = Tool {
     compare: &[],
     status_fn: "record_reading_status",
     lease: std::time::Duration::from_secs(60),
+    max_hold: std::time::Duration::from_secs(3600),
     retain: std::time::Duration::from_secs(60),
     counters: Counters::new(),
     claim: super::Claim::new(),

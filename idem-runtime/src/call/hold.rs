@@ -1,0 +1,164 @@
+//! Holding a reservation while the body runs: its registration with the renewer, the
+//! body polled beside its renewals, and [`progress`] for the body to say how far it got.
+
+use std::cell::Cell;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use crate::key::Key;
+use crate::scope::Scope;
+use crate::store::{RecordId, Renew, Store, StoreError, Token};
+
+use super::Tool;
+use super::driven::Driven;
+use super::renewer::{Registration, RenewNow, Slot};
+
+/// A sync store lent to the renewer thread for the calls of one [`with_blocking`] scope.
+pub(crate) struct Blocking<'s, S: ?Sized> {
+    pub(super) store: &'s S,
+    /// The slot of the call running in this scope, ended when the scope ends.
+    held: Cell<Option<Arc<Slot>>>,
+}
+
+/// Runs `f` with `store` seen as a [`Driven`] store whose futures are ready at once (a
+/// sync tool's call). Whatever `f` does, every renewal through `store` has ended when this
+/// returns or unwinds: that is what lets the renewer thread borrow `store`.
+pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blocking<'_, S>) -> R) -> R {
+    struct EndRenewal<'b, 's, S: ?Sized>(&'b Blocking<'s, S>);
+    impl<S: ?Sized> Drop for EndRenewal<'_, '_, S> {
+        fn drop(&mut self) {
+            if let Some(slot) = self.0.held.take() {
+                slot.end();
+            }
+        }
+    }
+    let blocking = Blocking { store, held: Cell::new(None) };
+    let _end = EndRenewal(&blocking);
+    f(&blocking)
+}
+
+/// Renews one sync call's reservation through the store it borrows.
+struct Borrowed<'s, S: ?Sized> {
+    store: &'s S,
+    namespace: &'static str,
+    key: Key,
+    token: Token,
+    lease: std::time::Duration,
+}
+
+impl<S: Store + ?Sized> RenewNow for Borrowed<'_, S> {
+    fn renew(&self, progress: Option<&str>) -> Result<(), StoreError> {
+        let id = RecordId { namespace: self.namespace, key: self.key.as_str() };
+        self.store.renew(Renew { id, token: self.token, lease: self.lease, progress })
+    }
+}
+
+impl<'s, S: Store + ?Sized> Blocking<'s, S> {
+    pub(super) fn hold(&self, tool: &'static Tool, key: &Key, token: Token) -> Registration {
+        let target: Box<dyn RenewNow + 's> = Box::new(Borrowed {
+            store: self.store,
+            namespace: tool.namespace,
+            key: key.clone(),
+            token,
+            lease: tool.lease,
+        });
+        // SAFETY: the renewer thread only uses `target` inside `Slot::end`'s lock, and the
+        // slot is ended, dropping `target`, before `with_blocking` returns or unwinds (its
+        // `EndRenewal` guard lives on that frame and is never handed out), so before `'s`,
+        // the borrow of the store, can end. Only the lifetime is erased; the type is the same.
+        let target: Box<dyn RenewNow + 'static> = unsafe { std::mem::transmute(target) };
+        let slot = Slot::for_sync(tool, key.clone(), target);
+        if let Some(earlier) = self.held.replace(Some(Arc::clone(&slot))) {
+            earlier.end();
+        }
+        Registration::new(slot)
+    }
+}
+
+/// Registers an async call, which renews its own lease when the renewer wakes it.
+pub(super) fn hold_async(tool: &'static Tool, key: &Key) -> Registration {
+    Registration::new(Slot::for_async(tool, key.clone()))
+}
+
+/// Polls `body` to its end, running each renewal the renewer asks for on this task beside
+/// it. A sync tool's body is ready at its first poll, so it never gets here twice.
+pub(super) async fn renewing<S, B>(
+    store: &S,
+    held: &Registration,
+    id: RecordId<'_>,
+    token: Token,
+    tool: &Tool,
+    body: B,
+) -> B::Output
+where
+    S: Driven,
+    B: Future,
+{
+    let lease = tool.lease;
+    let slot = held.slot();
+    let mut body = pin!(body);
+    let renew = |progress: Option<Arc<str>>| async move {
+        let result = store.renew(Renew { id, token, lease, progress: progress.as_deref() }).await;
+        (result, progress)
+    };
+    let mut renewal = pin!(None);
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = body.as_mut().poll(cx) {
+            return Poll::Ready(output);
+        }
+        if renewal.is_none()
+            && let Some(progress) = slot.take_due(cx.waker())
+        {
+            renewal.set(Some(renew(progress)));
+        }
+        if let Some(pending) = renewal.as_mut().as_pin_mut()
+            && let Poll::Ready((result, sent)) = pending.poll(cx)
+        {
+            renewal.set(None);
+            slot.renewed(result, sent);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+thread_local!(static CURRENT: std::cell::RefCell<Current> = const { std::cell::RefCell::new(Current { key: None, slot: None }) });
+
+/// What a running body can see of its call: its key, and its slot for [`progress`].
+pub(super) struct Current {
+    pub(super) key: Option<Key>,
+    pub(super) slot: Option<Arc<Slot>>,
+}
+
+impl Scope for Current {
+    type Saved = Current;
+    fn enter(&mut self) -> Current {
+        let mine = Current { key: self.key.take(), slot: self.slot.take() };
+        CURRENT.with(|current| current.replace(mine))
+    }
+    fn exit(&mut self, saved: Current) {
+        *self = CURRENT.with(|current| current.replace(saved));
+    }
+}
+
+pub(super) fn current_key() -> Option<Key> {
+    CURRENT.with(|current| current.borrow().key.clone())
+}
+
+/// Reports how far the running body got, e.g. `idem::progress("rendering the PDF")`: the
+/// message is kept with the call's reservation, so `<tool>_status` and every IN_PROGRESS
+/// answer to a repeat show it. It is written with a lease renewal about a second later,
+/// at most once a second, so a body may report progress as often as it likes; only the
+/// latest message is kept, cut to 256 bytes. Returns `false`, and does nothing, outside
+/// an idempotent tool's body.
+pub fn progress(message: impl AsRef<str>) -> bool {
+    CURRENT.with(|current| match &current.borrow().slot {
+        Some(slot) => {
+            slot.set_progress(message.as_ref());
+            true
+        }
+        None => false,
+    })
+}
