@@ -10,6 +10,7 @@
 //! - `store_methods`: store operations as inherent methods, without E0034.
 //! - `error_serde`: `idem::Error` round-trips through serde.
 //! - `default_store`: the default store does not move with the working directory.
+//! - `slow_calls`: leases renewed while a body runs; killed processes and `max_hold`.
 
 #[path = "edges/custom_store.rs"]
 mod custom_store;
@@ -23,6 +24,8 @@ mod namespaces;
 mod replay_marker;
 #[path = "edges/round_trip.rs"]
 mod round_trip;
+#[path = "edges/slow_calls.rs"]
+mod slow_calls;
 #[path = "edges/sqlite_open.rs"]
 mod sqlite_open;
 #[path = "edges/store_methods.rs"]

@@ -126,7 +126,8 @@ impl FieldDifference {
 /// It serializes as `{"error": {"code", "message", "retryable", "suggestion"}}`, the shape
 /// agent frameworks pass to the model; a CONFLICT adds `"differences": [{"field",
 /// "stored", "requested"}]` with the values as JSON (a side the call did not compare is
-/// left out). Tools return it through their own error type: `Result<T, E>` works for any
+/// left out); IN_PROGRESS and TIMEOUT add `"retry_after_ms"` (how long to wait before
+/// asking again) and, when known, `"since_ms"` and `"progress"` (see [`Running`]). Tools return it through their own error type: `Result<T, E>` works for any
 /// `E: From<idem::Error>`.
 ///
 /// It deserializes from the same form, so an error type kept by `on_error = keep` (which
@@ -146,17 +147,44 @@ pub struct Error {
     message: String,
     suggestion: Option<String>,
     differences: Vec<FieldDifference>,
+    /// Boxed: only IN_PROGRESS and TIMEOUT answers have it.
+    running: Option<Box<Running>>,
+}
+
+/// For an IN_PROGRESS or TIMEOUT answer: the call that is still running, and when to ask
+/// again. Serialized in the error's body as `"retry_after_ms"`, `"since_ms"` and
+/// `"progress"` (the last two left out when unknown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Running {
+    /// How long to wait before asking again (the status function, or the same call).
+    /// It is how long the call has run so far, at least 1 s and at most 30 s, never more
+    /// than a third of the tool's lease, and for IN_PROGRESS never later than just after
+    /// the running call's lease ends, when a key whose process died is freed. So
+    /// a quick call is polled quickly, a long export every half minute, and a caller that
+    /// waits as told is never more than a short step behind.
+    pub retry_after: std::time::Duration,
+    /// When the running call started, in milliseconds since the Unix epoch by the store's
+    /// clock (for IN_PROGRESS; a TIMEOUT leaves it out).
+    pub since_ms: Option<i64>,
+    /// The last progress message the running body reported (`idem::progress`), if any.
+    pub progress: Option<String>,
 }
 
 impl Error {
     /// An error with `code` and `message` and no suggestion.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), suggestion: None, differences: Vec::new() }
+        Error { code, message: message.into(), suggestion: None, differences: Vec::new(), running: None }
     }
 
     /// The same error with a suggestion of what to do instead.
     pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
         self.suggestion = Some(suggestion.into());
+        self
+    }
+
+    pub(crate) fn with_running(mut self, running: Running) -> Self {
+        self.running = Some(Box::new(running));
         self
     }
 
@@ -183,6 +211,18 @@ impl Error {
     /// What to do instead, e.g. which status function to call.
     pub fn suggestion(&self) -> Option<&str> {
         self.suggestion.as_deref()
+    }
+
+    /// For [`InProgress`](ErrorCode::InProgress) and [`Timeout`](ErrorCode::Timeout): how
+    /// long to wait before asking again (see [`Running::retry_after`]).
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.running.as_ref().map(|running| running.retry_after)
+    }
+
+    /// For [`InProgress`](ErrorCode::InProgress) and [`Timeout`](ErrorCode::Timeout): the
+    /// running call, as far as it is known.
+    pub fn running(&self) -> Option<&Running> {
+        self.running.as_deref()
     }
 
     /// For a [`Conflict`](ErrorCode::Conflict): each compared field that differs.

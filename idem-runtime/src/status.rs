@@ -13,7 +13,8 @@ use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError}
 /// Where a tool's action for one key stands, as `<tool>_status` reports it.
 ///
 /// It serializes for a model as `{"status": "completed", "result": ...}`,
-/// `{"status": "in_progress", "since_ms": ..., "lease_until_ms": ...}`,
+/// `{"status": "in_progress", "since_ms": ..., "lease_until_ms": ..., "retry_after_ms": ...,
+/// "progress": ...}` (`progress` left out when the body reported none),
 /// `{"status": "unknown", "since_ms": ...}`, `{"status": "failed", "error": ...}` or
 /// `{"status": "not_found"}`.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,8 +27,14 @@ pub enum Status<T> {
     InProgress {
         /// When it started, in milliseconds since the Unix epoch, by the store's clock.
         since_ms: i64,
-        /// When its lease ends, by the store's clock.
+        /// When its lease ends, by the store's clock. A running body's lease is renewed
+        /// every third of it, so it moves on while the call runs.
         lease_until_ms: i64,
+        /// The last progress message the body reported (`idem::progress`), if any.
+        progress: Option<String>,
+        /// How long to wait before checking again, in milliseconds: see
+        /// [`Running::retry_after`](crate::Running::retry_after).
+        retry_after_ms: u64,
     },
     /// The action happened; its result.
     Completed(T),
@@ -46,10 +53,14 @@ impl<T: Serialize> Serialize for Status<T> {
         let mut map = serializer.serialize_map(None)?;
         match self {
             Status::NotFound => map.serialize_entry("status", "not_found")?,
-            Status::InProgress { since_ms, lease_until_ms } => {
+            Status::InProgress { since_ms, lease_until_ms, progress, retry_after_ms } => {
                 map.serialize_entry("status", "in_progress")?;
                 map.serialize_entry("since_ms", since_ms)?;
                 map.serialize_entry("lease_until_ms", lease_until_ms)?;
+                map.serialize_entry("retry_after_ms", retry_after_ms)?;
+                if let Some(progress) = progress {
+                    map.serialize_entry("progress", progress)?;
+                }
             }
             Status::Completed(result) => {
                 map.serialize_entry("status", "completed")?;
@@ -127,8 +138,15 @@ fn status_of<T: DeserializeOwned>(
         .with_suggestion(format!("a person must inspect the record for {key}"))
     };
     Ok(match record.state {
-        RecordState::InProgress { lease_expired: false, lease_until_ms, .. } => {
-            Status::InProgress { since_ms: record.created_at_ms, lease_until_ms }
+        RecordState::InProgress { lease_expired: false, lease_until_ms, progress } => {
+            let running = crate::call::running(tool, record.created_at_ms, lease_until_ms, progress);
+            let retry_after_ms = u64::try_from(running.retry_after.as_millis()).unwrap_or(u64::MAX);
+            Status::InProgress {
+                since_ms: record.created_at_ms,
+                lease_until_ms,
+                progress: running.progress,
+                retry_after_ms,
+            }
         }
         RecordState::InProgress { lease_expired: true, .. } => Status::Unknown { since_ms: record.created_at_ms },
         RecordState::Completed { result } => Status::Completed(serde_json::from_str(&result).map_err(unreadable)?),
@@ -144,10 +162,21 @@ mod tests {
     fn serializes_for_a_model() {
         let completed: Status<u32> = Status::Completed(0);
         assert_eq!(serde_json::to_string(&completed).unwrap(), r#"{"status":"completed","result":0}"#);
-        let running: Status<u32> = Status::InProgress { since_ms: 1, lease_until_ms: 2 };
+        let running: Status<u32> =
+            Status::InProgress { since_ms: 1, lease_until_ms: 2, progress: None, retry_after_ms: 1000 };
         assert_eq!(
             serde_json::to_string(&running).unwrap(),
-            r#"{"status":"in_progress","since_ms":1,"lease_until_ms":2}"#
+            r#"{"status":"in_progress","since_ms":1,"lease_until_ms":2,"retry_after_ms":1000}"#
+        );
+        let reporting: Status<u32> = Status::InProgress {
+            since_ms: 1,
+            lease_until_ms: 2,
+            progress: Some("page 3 of 9".into()),
+            retry_after_ms: 1000,
+        };
+        assert_eq!(
+            serde_json::to_string(&reporting).unwrap(),
+            r#"{"status":"in_progress","since_ms":1,"lease_until_ms":2,"retry_after_ms":1000,"progress":"page 3 of 9"}"#
         );
         assert_eq!(serde_json::to_string(&Status::<u32>::NotFound).unwrap(), r#"{"status":"not_found"}"#);
     }

@@ -79,3 +79,38 @@ fn a_sync_store_wrapped_in_from_sync_serves_async_and_sync_tools() {
     assert_eq!(SENT.load(Ordering::SeqCst), 1, "one effect");
     assert_eq!(STORE.0.reserves.load(Ordering::SeqCst), 3, "every call went through the custom store");
 }
+
+#[idempotent(key = "mail:<to>", namespace = "custom-store.slow-mail", lease = "300ms", store = *STORE)]
+fn send_mail_slowly(to: String, until_renewals: usize) -> Result<String, idem::Error> {
+    // Runs until the store has seen that many renewals of its lease (or gives up).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while STORE.0.renewals.load(Ordering::SeqCst) < until_renewals && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(format!("sent to {to}"))
+}
+
+/// Renewal costs nothing for a body that finishes within a third of its lease: counted
+/// through the store, many fast calls write no renewal, and a slow one does.
+#[test]
+fn a_fast_body_writes_no_renewal_and_a_slow_one_does() {
+    static FAST: LazyLock<FromSync<CountingStore>> = LazyLock::new(FromSync::default);
+    #[idempotent(key = "mail:<to>", namespace = "custom-store.fast-mail", store = *FAST)]
+    fn send_fast(to: String) -> Result<String, idem::Error> {
+        Ok(to)
+    }
+    #[idempotent(key = "mail:<to>", namespace = "custom-store.fast-mail-async", store = *FAST)]
+    async fn send_fast_async(to: String) -> Result<String, idem::Error> {
+        Ok(to)
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    for i in 0..500 {
+        send_fast(format!("user{i}")).unwrap();
+        runtime.block_on(send_fast_async(format!("user{i}"))).unwrap();
+    }
+    assert_eq!(FAST.0.reserves.load(Ordering::SeqCst), 1000);
+    assert_eq!(FAST.0.renewals.load(Ordering::SeqCst), 0, "no fast call renewed its lease");
+    let before = STORE.0.renewals.load(Ordering::SeqCst);
+    assert_eq!(send_mail_slowly("bo".into(), before + 2).unwrap(), "sent to bo");
+    assert!(STORE.0.renewals.load(Ordering::SeqCst) >= before + 2, "the slow call renewed its lease through the store");
+}

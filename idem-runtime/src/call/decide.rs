@@ -1,8 +1,10 @@
 //! Decisions on what a store said, as plain functions: what a reservation attempt means
 //! for a call, and the errors the caller is told.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use crate::compare::differences;
-use crate::error::{Error, ErrorCode};
+use crate::error::{Error, ErrorCode, Running};
 use crate::key::Key;
 use crate::observe::Outcome;
 use crate::store::{RecordState, Reservation, StoreError, Token};
@@ -65,8 +67,9 @@ pub(crate) fn decide(
     match record.state {
         RecordState::Completed { result } => Step::Answer(Outcome::Replayed, Answer::Replay(result)),
         RecordState::Failed { error } => Step::Answer(Outcome::Replayed, Answer::KeptError(error)),
-        RecordState::InProgress { lease_expired: false, .. } => {
-            Step::Answer(Outcome::InProgress, Answer::Error(in_progress(tool, key)))
+        RecordState::InProgress { lease_expired: false, lease_until_ms, progress } => {
+            let running = running(tool, record.created_at_ms, lease_until_ms, progress);
+            Step::Answer(Outcome::InProgress, Answer::Error(in_progress(tool, key, running)))
         }
         RecordState::InProgress { lease_expired: true, .. } if can_reconcile => {
             Step::Reconcile { expired: record.token, since_ms: record.created_at_ms }
@@ -79,9 +82,40 @@ pub(crate) fn decide(
 
 /// Every concurrent duplicate gets this answer, so it is put together without `format!`
 /// (whose formatting machinery cost as much as the rest of the answer).
-pub(crate) fn in_progress(tool: &Tool, key: &Key) -> Error {
-    Error::new(ErrorCode::InProgress, concat(&[tool.name, ": ", key, " is still in progress"]))
-        .with_suggestion(concat(&["do not call ", tool.name, " again; call ", tool.status_fn, " in a few seconds"]))
+pub(crate) fn in_progress(tool: &Tool, key: &Key, running: Running) -> Error {
+    let message = match &running.progress {
+        Some(progress) => concat(&[tool.name, ": ", key, " is still in progress (", progress, ")"]),
+        None => concat(&[tool.name, ": ", key, " is still in progress"]),
+    };
+    let wait = wait_text(running.retry_after);
+    Error::new(ErrorCode::InProgress, message)
+        .with_suggestion(concat(&["do not call ", tool.name, " again; call ", tool.status_fn, " in ", &wait]))
+        .with_running(running)
+}
+
+/// A running call as a repeat sees it, from its record: started at `since_ms`, its lease
+/// ending at `lease_until_ms` (both by the store's clock), with the poll hint.
+pub(crate) fn running(tool: &Tool, since_ms: i64, lease_until_ms: i64, progress: Option<String>) -> Running {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let ms = |ms: i64| Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    let retry_after = retry_after(ms(now_ms - since_ms), tool.lease, Some(ms(lease_until_ms - now_ms)));
+    Running { retry_after, since_ms: Some(since_ms), progress }
+}
+
+/// See [`Running::retry_after`]: `elapsed` is how long the call has run, `lease_left` how
+/// long its current lease still holds (the store's times against this process's clock,
+/// which is why the bounds matter more than the exact value).
+pub(crate) fn retry_after(elapsed: Duration, lease: Duration, lease_left: Option<Duration>) -> Duration {
+    const SOONEST: Duration = Duration::from_millis(100);
+    let hint = elapsed.clamp(Duration::from_secs(1), Duration::from_secs(30)).min(lease / 3);
+    let hint = lease_left.map_or(hint, |left| hint.min(left + SOONEST));
+    hint.max(SOONEST)
+}
+
+/// A wait as a suggestion says it: `800 ms`, `3 s` (whole seconds, rounded up).
+pub(crate) fn wait_text(wait: Duration) -> String {
+    let ms = wait.as_millis();
+    if ms < 1000 { format!("{ms} ms") } else { format!("{} s", ms.div_ceil(1000)) }
 }
 
 /// The pieces joined, in one allocation.
@@ -168,6 +202,7 @@ mod tests {
         compare: &["amount", "currency"],
         status_fn: "send_invoice_status",
         lease: std::time::Duration::from_secs(60),
+        max_hold: std::time::Duration::from_secs(3600),
         retain: std::time::Duration::from_secs(60),
         counters: Counters::new(),
         claim: crate::call::Claim::new(),
@@ -176,13 +211,35 @@ mod tests {
     #[test]
     fn in_progress_names_the_key_and_the_status_function() {
         let key = build_key(TOOL.name, TOOL.template, &[&"acme"]).unwrap();
-        let error = in_progress(&TOOL, &key);
+        let running = Running { retry_after: Duration::from_millis(2500), since_ms: Some(7), progress: None };
+        let error = in_progress(&TOOL, &key, running.clone());
         assert_eq!(error.code(), ErrorCode::InProgress);
         assert_eq!(error.message(), "send_invoice: invoice:acme is still in progress");
-        assert_eq!(
-            error.suggestion(),
-            Some("do not call send_invoice again; call send_invoice_status in a few seconds")
-        );
+        assert_eq!(error.suggestion(), Some("do not call send_invoice again; call send_invoice_status in 3 s"));
+        assert_eq!(error.running(), Some(&running));
+        let with_progress = Running { progress: Some("rendering the PDF".into()), ..running };
+        let error = in_progress(&TOOL, &key, with_progress);
+        assert_eq!(error.message(), "send_invoice: invoice:acme is still in progress (rendering the PDF)");
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["error"]["retry_after_ms"], 2500);
+        assert_eq!(json["error"]["since_ms"], 7);
+        assert_eq!(json["error"]["progress"], "rendering the PDF");
+        assert_eq!(serde_json::from_value::<Error>(json).unwrap(), error, "the running call reads back");
+    }
+
+    #[test]
+    fn the_retry_hint_follows_the_elapsed_time_within_its_bounds() {
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        let lease = s(30);
+        assert_eq!(retry_after(ms(200), lease, None), s(1), "at least a second");
+        assert_eq!(retry_after(s(4), lease, None), s(4), "as long as it has run");
+        assert_eq!(retry_after(s(600), lease, None), s(10), "at most a third of the lease");
+        assert_eq!(retry_after(s(600), s(300), None), s(30), "and at most 30 s");
+        assert_eq!(retry_after(s(4), lease, Some(ms(500))), ms(600), "just after the lease ends");
+        assert_eq!(retry_after(s(4), lease, Some(ms(0))), ms(100), "soon, at an ended lease");
+        assert_eq!(retry_after(s(4), ms(150), None), ms(100), "never sooner than 100 ms");
+        assert_eq!(wait_text(ms(800)), "800 ms");
+        assert_eq!(wait_text(ms(2001)), "3 s");
     }
 
     #[test]

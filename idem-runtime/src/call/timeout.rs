@@ -41,7 +41,7 @@ where
     let key = call.key.as_ref().ok().cloned();
     // The task emits its own event and count: it may finish long after its caller left.
     let task = tokio::spawn(async move {
-        let ran = drive(call, &Async(store), body, &hook, &policy).await;
+        let ran = drive(call, &Async { store }, body, &hook, &policy).await;
         emit(tool, ran.key.as_ref(), ran.outcome, started);
         ran
     });
@@ -67,6 +67,8 @@ where
 #[cfg(feature = "tokio")]
 fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) -> Error {
     let key = key.map_or_else(String::new, |key| format!(" for {key}"));
+    let retry_after = super::decide::retry_after(after, tool.lease, None);
+    let wait = super::decide::wait_text(retry_after);
     Error::new(
         ErrorCode::Timeout,
         format!(
@@ -74,10 +76,8 @@ fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) 
             tool.name
         ),
     )
-    .with_suggestion(format!(
-        "do not call {} again; call {} in a few seconds to learn the outcome",
-        tool.name, tool.status_fn
-    ))
+    .with_suggestion(format!("do not call {} again; call {} in {wait} to learn the outcome", tool.name, tool.status_fn))
+    .with_running(crate::error::Running { retry_after, since_ms: None, progress: None })
 }
 
 /// Without the `tokio` feature a timeout has no runtime to go on in.

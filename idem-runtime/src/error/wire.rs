@@ -7,7 +7,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 use serde_json::Value;
 
-use super::{ABSENT, Error, ErrorCode, FieldDifference};
+use super::{ABSENT, Error, ErrorCode, FieldDifference, Running};
 
 impl Serialize for ErrorCode {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -48,7 +48,10 @@ impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let error = self.0;
         let with_differences = !error.differences.is_empty();
-        let mut body = serializer.serialize_struct("Error", 4 + usize::from(with_differences))?;
+        let running = error.running.as_deref();
+        let running_fields =
+            running.map_or(0, |r| 1 + usize::from(r.since_ms.is_some()) + usize::from(r.progress.is_some()));
+        let mut body = serializer.serialize_struct("Error", 4 + usize::from(with_differences) + running_fields)?;
         body.serialize_field("code", &error.code)?;
         body.serialize_field("message", &error.message)?;
         body.serialize_field("retryable", &error.retryable())?;
@@ -57,6 +60,16 @@ impl Serialize for Body<'_> {
             body.serialize_field("differences", &Differences(&error.differences))?;
         } else {
             body.skip_field("differences")?;
+        }
+        if let Some(running) = running {
+            let ms = u64::try_from(running.retry_after.as_millis()).unwrap_or(u64::MAX);
+            body.serialize_field("retry_after_ms", &ms)?;
+            if let Some(since_ms) = running.since_ms {
+                body.serialize_field("since_ms", &since_ms)?;
+            }
+            if let Some(progress) = &running.progress {
+                body.serialize_field("progress", progress)?;
+            }
         }
         body.end()
     }
@@ -137,12 +150,16 @@ impl<'de> Visitor<'de> for BodySeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Error, A::Error> {
         let (mut code, mut message, mut suggestion, mut differences) = (None, None, None, None);
+        let (mut retry_after_ms, mut since_ms, mut progress) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "code" => code = Some(map.next_value::<ErrorCode>()?),
                 "message" => message = Some(map.next_value::<String>()?),
                 "suggestion" => suggestion = map.next_value::<Option<String>>()?,
                 "differences" => differences = Some(map.next_value::<Vec<Wire>>()?),
+                "retry_after_ms" => retry_after_ms = map.next_value::<Option<u64>>()?,
+                "since_ms" => since_ms = map.next_value::<Option<i64>>()?,
+                "progress" => progress = map.next_value::<Option<String>>()?,
                 // `retryable` follows from the code; unknown fields are a newer idem's.
                 _ => drop(map.next_value::<IgnoredAny>()?),
             }
@@ -150,7 +167,9 @@ impl<'de> Visitor<'de> for BodySeed {
         let code = code.ok_or_else(|| de::Error::missing_field("code"))?;
         let message = message.ok_or_else(|| de::Error::missing_field("message"))?;
         let differences = differences.unwrap_or_default().into_iter().map(|Wire(d)| d).collect();
-        Ok(Error { code, message, suggestion, differences })
+        let running = retry_after_ms
+            .map(|ms| Box::new(Running { retry_after: std::time::Duration::from_millis(ms), since_ms, progress }));
+        Ok(Error { code, message, suggestion, differences, running })
     }
 }
 
