@@ -19,7 +19,12 @@ pub fn detail(namespace: &str, key: &str, record: &Record) -> String {
         age(record.updated_at_ms),
     );
     match &record.state {
-        RecordState::InProgress { lease_until_ms, .. } => out += &format!("\nlease end: {}", age(*lease_until_ms)),
+        RecordState::InProgress { lease_until_ms, progress, .. } => {
+            out += &format!("\nlease end: {}", age(*lease_until_ms));
+            if let Some(progress) = progress {
+                out += &format!("\nprogress:  {}", one_line(progress));
+            }
+        }
         RecordState::Completed { result } => out += &format!("\nresult:    {result}"),
         RecordState::Failed { error } => out += &format!("\nerror:     {error}"),
     }
@@ -27,6 +32,12 @@ pub fn detail(namespace: &str, key: &str, record: &Record) -> String {
         out += &format!("\nkept until {}", age(until));
     }
     out
+}
+
+/// `text` on one line: control characters (a newline in a progress message) are escaped,
+/// so a message can never start a line of its own that looks like another field.
+fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 fn state(record: &Record) -> &'static str {

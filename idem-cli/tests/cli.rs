@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Token};
+use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
 
 fn idem(db: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
@@ -68,6 +68,32 @@ fn show_prints_the_record() {
     let missing = idem(&db, &["show", "shop::pay", "nope"], "");
     assert!(!missing.status.success());
     assert!(text(&missing).contains("no record for shop::pay nope"));
+}
+
+/// A running call's progress message is shown after its lease, on one line; a record
+/// without one shows no progress line.
+#[test]
+fn show_prints_the_progress_of_a_running_call() {
+    let (_dir, db, store) = store_with_records();
+    let quiet = text(&idem(&db, &["show", "shop::pay", "pay:2"], ""));
+    assert!(quiet.contains("lease end: ") && !quiet.contains("\nprogress:"), "{quiet}");
+
+    let id = RecordId { namespace: "shop::pay", key: "pay:2" };
+    let Some(Record { token, .. }) = store.read(id).unwrap() else { panic!("pay:2 is reserved") };
+    let renew = |progress| store.renew(Renew { id, token, lease: Duration::from_secs(600), progress }).unwrap();
+    renew(Some("charging card 2/3"));
+    let shown = text(&idem(&db, &["show", "shop::pay", "pay:2"], ""));
+    let lines: Vec<&str> = shown.lines().collect();
+    let lease = lines.iter().position(|l| l.starts_with("lease end: ")).expect(&shown);
+    assert_eq!(lines.get(lease + 1), Some(&"progress:  charging card 2/3"), "{shown}");
+
+    renew(Some("line one\nstate:     completed"));
+    let shown = text(&idem(&db, &["show", "shop::pay", "pay:2"], ""));
+    assert!(shown.contains("progress:  line one\\nstate:     completed"), "{shown}");
+    assert_eq!(shown.matches("\nstate:").count(), 1, "a message must stay on its line: {shown}");
+
+    let done = text(&idem(&db, &["show", "shop::pay", "pay:1"], ""));
+    assert!(!done.contains("\nprogress:"), "{done}");
 }
 
 #[test]

@@ -129,7 +129,8 @@ pub struct Record {
     /// When the reservation was made, in milliseconds since the Unix epoch, by the
     /// store's clock.
     pub created_at_ms: i64,
-    /// When the record last changed (reserved, taken over, completed), by the store's clock.
+    /// When the record last changed (reserved, renewed, taken over, completed), by the
+    /// store's clock.
     pub updated_at_ms: i64,
     /// For a settled record: until when it is kept. [`Store::purge`] removes it afterwards.
     pub retain_until_ms: Option<i64>,

@@ -1,6 +1,6 @@
 //! The PostgreSQL store: many workers on many machines sharing one database.
 //!
-//! # Schema (version 2)
+//! # Schema (version 3)
 //!
 //! All objects live in one schema (`idem` unless [`PgStoreBuilder::schema`] names
 //! another), created on first use together with its tables:
@@ -18,6 +18,7 @@
 //!     updated_at   timestamptz NOT NULL,
 //!     lease_until  timestamptz,               -- in progress only
 //!     retain_until timestamptz,               -- settled only: purged after it
+//!     progress     text,                      -- in progress only: the body's last message
 //!     PRIMARY KEY (namespace, key)
 //! );
 //! CREATE INDEX idem_records_retention ON idem_records (retain_until)
@@ -40,7 +41,8 @@
 //! prepares them at every write, which cost a quarter of a call. The store's statements
 //! keep the invariants (an in-progress record has a lease end and no result, a settled one
 //! a result and a retention), and every read checks them: a row that breaks them is
-//! corrupt, answered RECORD_UNREADABLE, never used.
+//! corrupt, answered RECORD_UNREADABLE, never used. Version 3 added `progress`, which
+//! [`renew`](super::Store::renew) sets and settling or a take-over clears.
 //!
 //! # How it keeps its promises
 //!

@@ -9,7 +9,8 @@ use super::pool::block_on;
 use super::schema::Sql;
 use super::{PgStore, backend, duration_ms};
 use crate::store::{
-    AsyncStore, BoxFuture, Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token,
+    AsyncStore, BoxFuture, Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError,
+    Token,
 };
 
 /// How often `reserve` tries again when the record it lost to vanished before it was read.
@@ -97,7 +98,9 @@ pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, S
     let updated_at_ms = required(5, "updated_at")?;
     let lease: (Option<i64>, Option<bool>) = (time(6)?, row.try_get(at + 7).map_err(get_err)?);
     let retain_until_ms = time(8)?;
-    let state = RecordState::from_columns(state, result, lease, None).map_err(|why| corrupt(id, why))?;
+    // Only an in-progress record has a progress message: a replay decodes no more.
+    let progress = if state == "in_progress" { row.try_get(at + 9).map_err(get_err)? } else { None };
+    let state = RecordState::from_columns(state, result, lease, progress).map_err(|why| corrupt(id, why))?;
     Ok(Record { request, token, created_at_ms, updated_at_ms, retain_until_ms, state })
 }
 
@@ -151,8 +154,13 @@ impl AsyncStore for PgStore {
         })
     }
 
-    fn renew<'a>(&'a self, _renewal: crate::store::Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError::Backend("BRANCH STUB: renew not implemented yet".into())) })
+    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = db_token(renewal.token)?;
+            let Renew { id, lease, progress, .. } = renewal;
+            let params: [&(dyn ToSql + Sync); 5] = [&id.namespace, &id.key, &token, &duration_ms(lease), &progress];
+            self.execute_fenced(Sql::Renew, &params).await
+        })
     }
 
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -205,7 +213,7 @@ impl Store for PgStore {
     ) -> Result<(), StoreError> {
         block_on(AsyncStore::complete(self, id, token, completion, retain))
     }
-    fn renew(&self, renewal: crate::store::Renew<'_>) -> Result<(), StoreError> {
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
         block_on(AsyncStore::renew(self, renewal))
     }
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {

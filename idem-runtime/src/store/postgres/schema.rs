@@ -25,6 +25,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "no CHECK constraints: the store's statements keep them, reads check them",
         sql: include_str!("migrations/0002_no_check_constraints.sql"),
     },
+    Migration {
+        version: 3,
+        description: "progress: a running call's last progress message",
+        sql: include_str!("migrations/0003_progress.sql"),
+    },
 ];
 
 /// The schema version this code reads and writes: the last migration's.
@@ -42,9 +47,10 @@ const NOW: &str = "date_trunc('milliseconds', now())";
 
 /// The columns [`super::decode`] reads, in its order. Times go out as `timestamptz` and
 /// become milliseconds in the client: `extract(epoch ..)` computes in `numeric`, which cost
-/// a replay about a tenth of its time on a loopback server.
-const COLUMNS: &str =
-    "token, state, request, result, created_at, updated_at, lease_until, lease_until <= now(), retain_until";
+/// a replay about a tenth of its time on a loopback server. `progress` is NULL on a settled
+/// record, so a replay carries one null more and decodes nothing more.
+const COLUMNS: &str = "token, state, request, result, created_at, updated_at, lease_until, lease_until <= now(), \
+                       retain_until, progress";
 
 /// The statements a connection prepares (once each, on first use).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +65,8 @@ pub(super) enum Sql {
     Read,
     /// `$1 namespace, $2 key, $3 token, $4 lease ms`: the new token, or no row.
     TakeOver,
+    /// `$1 namespace, $2 key, $3 token, $4 lease ms, $5 progress (NULL keeps the stored one)`.
+    Renew,
     /// `$1 namespace, $2 key, $3 token, $4 state, $5 result, $6 retain ms`.
     Complete,
     /// `$1 namespace, $2 key, $3 token`.
@@ -70,8 +78,17 @@ pub(super) enum Sql {
 }
 
 impl Sql {
-    pub(super) const ALL: [Sql; 8] =
-        [Sql::Reserve, Sql::Insert, Sql::Read, Sql::TakeOver, Sql::Complete, Sql::Release, Sql::Abandon, Sql::Purge];
+    pub(super) const ALL: [Sql; 9] = [
+        Sql::Reserve,
+        Sql::Insert,
+        Sql::Read,
+        Sql::TakeOver,
+        Sql::Renew,
+        Sql::Complete,
+        Sql::Release,
+        Sql::Abandon,
+        Sql::Purge,
+    ];
 }
 
 /// The statements' text for one schema.
@@ -103,19 +120,26 @@ impl Queries {
                    WHERE NOT EXISTS (SELECT 1 FROM existing) \
                    ON CONFLICT (namespace, key) DO NOTHING RETURNING token) \
                  SELECT true, token, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, \
-                        NULL::timestamptz, NULL::bool, NULL::timestamptz FROM inserted \
+                        NULL::timestamptz, NULL::bool, NULL::timestamptz, NULL::text FROM inserted \
                  UNION ALL SELECT false, * FROM existing"
             ),
             Sql::Insert => insert.clone(),
             Sql::Read => format!("SELECT {COLUMNS} FROM {table} WHERE namespace = $1 AND key = $2"),
+            // The new holder starts without the old one's progress message.
             Sql::TakeOver => format!(
                 "UPDATE {table} SET token = nextval('{schema}.idem_tokens'), updated_at = {NOW}, \
-                 lease_until = {NOW} + $4::int8 * interval '1 millisecond' \
+                 lease_until = {NOW} + $4::int8 * interval '1 millisecond', progress = NULL \
                  WHERE {fenced} AND lease_until <= now() RETURNING token"
+            ),
+            // No `lease_until > now()`: the holder may renew a lease that ended, as long as
+            // nobody took it over (which changes the token).
+            Sql::Renew => format!(
+                "UPDATE {table} SET lease_until = {NOW} + $4::int8 * interval '1 millisecond', \
+                 updated_at = {NOW}, progress = coalesce($5, progress) WHERE {fenced}"
             ),
             Sql::Complete => format!(
                 "UPDATE {table} SET state = $4, result = $5, updated_at = {NOW}, lease_until = NULL, \
-                 retain_until = {NOW} + $6::int8 * interval '1 millisecond' WHERE {fenced}"
+                 retain_until = {NOW} + $6::int8 * interval '1 millisecond', progress = NULL WHERE {fenced}"
             ),
             Sql::Release => format!("DELETE FROM {table} WHERE {fenced}"),
             Sql::Abandon => format!("UPDATE {table} SET lease_until = {NOW}, updated_at = {NOW} WHERE {fenced}"),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::pool::block_on;
 use super::*;
-use crate::store::{AsyncStore, Completion, RecordId, Reservation, Reserve, Store};
+use crate::store::{AsyncStore, Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store};
 use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store, check_unknown_state};
 
 /// The variable that names the test server.
@@ -144,10 +144,11 @@ fn a_version_1_schema_is_migrated_with_its_records() {
     let old = db.store();
     assert!(matches!(reserve(&old, "kept"), Ok(Reservation::Acquired { .. })));
     let s = old.schema().to_owned();
-    // Back to what version 1 left: its constraints, its version row only.
+    // Back to what version 1 left: its constraints, no progress column, its version row only.
     db.sql(&format!(
         "ALTER TABLE {s}.idem_records ADD CONSTRAINT idem_records_state
              CHECK (state IN ('in_progress', 'completed', 'failed'));
+         ALTER TABLE {s}.idem_records DROP COLUMN progress;
          DELETE FROM {s}.idem_schema_version WHERE version > 1;"
     ))
     .unwrap();
@@ -161,6 +162,69 @@ fn a_version_1_schema_is_migrated_with_its_records() {
            END IF;
          END $$;",
         v = schema::SCHEMA_VERSION,
+    ))
+    .unwrap();
+}
+
+/// A schema at version 2 holding an in-progress record is brought to version 3 (the
+/// progress column) by the next store that uses it: the record reads back as it was, with
+/// no progress message, and its holder can still renew it and report progress.
+#[test]
+fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
+    let Some(db) = TestDb::get("a_version_2_schema_is_migrated_with_an_in_progress_record") else { return };
+    let old = db.store();
+    let Ok(Reservation::Acquired { token }) = reserve(&old, "running") else { panic!("a new key is acquired") };
+    let s = old.schema().to_owned();
+    // Back to what version 2 left: no progress column, no version 3 row.
+    db.sql(&format!(
+        "ALTER TABLE {s}.idem_records DROP COLUMN progress;
+         DELETE FROM {s}.idem_schema_version WHERE version > 2;"
+    ))
+    .unwrap();
+    let store = PgStore::builder(&db.url).schema(&s).build().unwrap();
+    let record = Store::read(&store, id("running")).unwrap().expect("the record survives the migration");
+    assert_eq!(record.token, token);
+    assert!(
+        matches!(record.state, RecordState::InProgress { lease_expired: false, progress: None, .. }),
+        "a migrated in-progress record has a live lease and no progress message: {record:?}"
+    );
+    db.sql(&format!(
+        "DO $$ BEGIN
+           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '1,2,3' THEN
+             RAISE EXCEPTION 'not migrated to 3';
+           END IF;
+         END $$;"
+    ))
+    .unwrap();
+    let renewal = Renew { id: id("running"), token, lease: Duration::from_secs(60), progress: Some("migrated") };
+    Store::renew(&store, renewal).unwrap();
+    let renewed = Store::read(&store, id("running")).unwrap().unwrap();
+    assert!(
+        matches!(&renewed.state, RecordState::InProgress { progress: Some(p), .. } if p == "migrated"),
+        "{renewed:?}"
+    );
+}
+
+/// Settling a record clears its progress column: a settled row never carries a message
+/// that no read would show.
+#[test]
+fn settling_clears_the_progress_column() {
+    let Some(db) = TestDb::get("settling_clears_the_progress_column") else { return };
+    let store = db.store();
+    for (key, completion) in [("completed", Completion::Success("1")), ("failed", Completion::KeptError("{}"))] {
+        let Ok(Reservation::Acquired { token }) = reserve(&store, key) else { panic!("a new key is acquired") };
+        Store::renew(&store, Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") })
+            .unwrap();
+        Store::complete(&store, id(key), token, completion, Duration::from_secs(60)).unwrap();
+    }
+    db.sql(&format!(
+        "DO $$ BEGIN
+           IF (SELECT count(*) FROM {s}.idem_records) <> 2 THEN RAISE EXCEPTION 'records missing'; END IF;
+           IF EXISTS (SELECT 1 FROM {s}.idem_records WHERE progress IS NOT NULL) THEN
+             RAISE EXCEPTION 'a settled row kept its progress message';
+           END IF;
+         END $$;",
+        s = store.schema(),
     ))
     .unwrap();
 }

@@ -37,7 +37,8 @@ pub struct ListedRecord {
 }
 
 const SET_DONE: &str = concat!(
-    "UPDATE idem_records SET state = 'completed', result = ?1, lease_until_ms = NULL, updated_at_ms = ",
+    "UPDATE idem_records SET state = 'completed', result = ?1, lease_until_ms = NULL, progress = NULL, \
+     updated_at_ms = ",
     now_ms!(),
     ", retain_until_ms = ",
     now_ms!(),

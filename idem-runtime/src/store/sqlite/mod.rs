@@ -1,6 +1,6 @@
 //! The SQLite store: one file, shared by every thread and process that opens it.
 //!
-//! # Schema (version 2, kept in `PRAGMA user_version`)
+//! # Schema (version 3, kept in `PRAGMA user_version`)
 //!
 //! ```sql
 //! CREATE TABLE idem_records (
@@ -14,19 +14,23 @@
 //!     updated_at_ms  INTEGER NOT NULL,
 //!     lease_until_ms INTEGER,           -- NULL once settled
 //!     retain_until_ms INTEGER,          -- settled records: kept until then (version 2)
+//!     progress       TEXT,              -- in progress: the body's last message (version 3)
 //!     UNIQUE (namespace, key)
 //! );
 //! CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
 //!     WHERE retain_until_ms IS NOT NULL;
 //! ```
 //!
-//! Version 1 (without `retain_until_ms`) is migrated in place on open: settled records
-//! get the default retention counted from their last change.
+//! Older files are migrated in place on open, one version after the other, in one
+//! transaction. Version 1 (without `retain_until_ms`): settled records get the default
+//! retention counted from their last change. Version 2 (without `progress`): records get
+//! no progress message.
 //!
 //! The token is the `AUTOINCREMENT` rowid: SQLite never hands out a rowid twice, even
 //! after the row is deleted, so tokens only grow across release and re-reservation. A
 //! take-over deletes the abandoned row and inserts it again in one transaction, so the new
-//! holder's token is larger than the old one's.
+//! holder's token is larger than the old one's, and it starts without the old holder's
+//! progress message.
 //! Reservation reads the record first (a repeat then costs one read and never takes the
 //! write lock) and otherwise runs one `INSERT .. ON CONFLICT DO NOTHING`,
 //! so the unique constraint, not Rust code, decides who acquires a key. Every time
@@ -39,10 +43,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, duration_ms};
+use super::{
+    Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
+};
 
 /// The schema version this code writes and reads.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 /// How many unused connections the pool keeps open.
 const MAX_IDLE: usize = 8;
 /// How often `reserve` retries when the record it lost to vanished before it could be read.
@@ -67,11 +73,12 @@ const INSERT: &str = concat!(
 
 /// The columns [`read_record`] reads. The lease's end is compared with the clock only for
 /// in-progress records: reading the clock costs more than the rest of a replay's row.
+/// `progress` comes last: a settled row has none, so it costs a replay no conversion.
 const SELECT: &str = concat!(
     "SELECT token,state,request,result,created_at_ms,updated_at_ms,lease_until_ms,",
     "CASE WHEN lease_until_ms NOTNULL THEN lease_until_ms<=",
     now_ms!(),
-    " END,retain_until_ms FROM idem_records WHERE namespace=?1 AND key=?2"
+    " END,retain_until_ms,progress FROM idem_records WHERE namespace=?1 AND key=?2"
 );
 
 /// The abandoned row, if `token` still holds it and its lease has ended.
@@ -98,12 +105,24 @@ const ABANDON: &str = concat!(
     " WHERE token = ?1 AND namespace = ?2 AND key = ?3 AND state = 'in_progress'"
 );
 
+/// A renewal by the holder: the lease ends `?4` ms after SQLite's now, even when it had
+/// already ended (nobody took it over, or the token would not match); a NULL `?5` keeps
+/// the stored progress message.
+const RENEW: &str = concat!(
+    "UPDATE idem_records SET lease_until_ms=",
+    now_ms!(),
+    "+?4,updated_at_ms=",
+    now_ms!(),
+    ",progress=COALESCE(?5,progress) WHERE token=?1 AND namespace=?2 AND key=?3 AND state='in_progress'"
+);
+
+/// Settles a record: its progress message goes with its lease.
 const COMPLETE: &str = concat!(
     "UPDATE idem_records SET state=?1,result=?2,updated_at_ms=",
     now_ms!(),
     ",retain_until_ms=",
     now_ms!(),
-    "+?6,lease_until_ms=NULL WHERE token=?3 AND namespace=?4 AND key=?5 AND state='in_progress'"
+    "+?6,lease_until_ms=NULL,progress=NULL WHERE token=?3 AND namespace=?4 AND key=?5 AND state='in_progress'"
 );
 
 const RELEASE: &str = "DELETE FROM idem_records \
@@ -209,7 +228,7 @@ fn backend(error: rusqlite::Error) -> StoreError {
 }
 
 /// Reads one record row (the columns of [`SELECT`]). Each state's own columns are read
-/// only for that state: a replay never converts the lease columns.
+/// only for that state: a replay never converts the lease or progress columns.
 fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt(format!("{}/{}: {why}", id.namespace, id.key));
     let mut stmt = conn.prepare_cached(SELECT).map_err(backend)?;
@@ -218,8 +237,9 @@ fn read_record(conn: &Connection, id: RecordId<'_>) -> Result<Option<Record>, St
             let state = row.get_ref(1)?.as_str()?;
             let in_progress = state == "in_progress";
             let result = if in_progress { None } else { row.get(3)? };
-            let lease = if in_progress { (row.get(6)?, row.get(7)?) } else { (None, None) };
-            let state = RecordState::from_columns(state, result, lease, None);
+            let (lease, progress) =
+                if in_progress { ((row.get(6)?, row.get(7)?), row.get(9)?) } else { ((None, None), None) };
+            let state = RecordState::from_columns(state, result, lease, progress);
             let token: i64 = row.get(0)?;
             Ok((token, state, row.get(2)?, (row.get(4)?, row.get(5)?, row.get(8)?)))
         })
@@ -295,8 +315,10 @@ impl Store for SqliteStore {
         })
     }
 
-    fn renew(&self, _renewal: crate::store::Renew<'_>) -> Result<(), StoreError> {
-        Err(StoreError::Backend("BRANCH STUB: renew not implemented yet".into()))
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        let token = i64::try_from(renewal.token.0).map_err(|_| StoreError::Fenced)?;
+        let Renew { id, lease, progress, .. } = renewal;
+        self.execute_fenced(RENEW, (token, id.namespace, id.key, duration_ms(lease), progress))
     }
 
     fn complete(

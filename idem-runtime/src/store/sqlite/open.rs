@@ -25,11 +25,12 @@ CREATE TABLE IF NOT EXISTS idem_records (
     updated_at_ms INTEGER NOT NULL,
     lease_until_ms INTEGER,
     retain_until_ms INTEGER,
+    progress TEXT,
     UNIQUE (namespace, key)
 );
 CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
     WHERE retain_until_ms IS NOT NULL;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 ";
 
 /// From version 1: retention per record. Settled records keep the default retention,
@@ -45,7 +46,17 @@ pub(super) const MIGRATE_1_TO_2: &str = concat!(
      PRAGMA user_version = 2;"
 );
 
-// The statements of every call (INSERT, SELECT, COMPLETE) are written without spare
+/// From version 2: a running call's progress message. Existing records have none; adding
+/// a column without a default rewrites no row.
+pub(super) const MIGRATE_2_TO_3: &str = "ALTER TABLE idem_records ADD COLUMN progress TEXT;
+     PRAGMA user_version = 3;";
+
+/// The migration from each old version to the next, starting with version 1's: a file at
+/// version `v` runs `MIGRATIONS[v - 1..]` in order, in one transaction.
+const MIGRATIONS: [&str; 2] = [MIGRATE_1_TO_2, MIGRATE_2_TO_3];
+const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION - 1, "one migration per older version");
+
+// The statements of every call (INSERT, SELECT, RENEW, COMPLETE) are written without spare
 // spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
 // from its cache, about three instructions a byte.
 
@@ -201,8 +212,13 @@ impl SqliteStore {
         let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
         match self.check_version(&tx)? {
             0 => tx.execute_batch(SCHEMA)?,
-            1 => tx.execute_batch(MIGRATE_1_TO_2)?,
-            _ => {}
+            SCHEMA_VERSION => {}
+            old => {
+                let from = usize::try_from(old - 1).expect("check_version returns 0 up to SCHEMA_VERSION");
+                for migration in &MIGRATIONS[from..] {
+                    tx.execute_batch(migration)?;
+                }
+            }
         }
         Ok(tx.commit()?)
     }

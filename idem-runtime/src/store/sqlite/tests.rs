@@ -180,6 +180,96 @@ fn a_version_1_file_is_migrated_in_place() {
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
+    // Through version 2 to 3: the progress column exists and the old record has none.
+    assert!(matches!(running.state, RecordState::InProgress { progress: None, .. }), "{running:?}");
+    store
+        .renew(Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress: Some("p") })
+        .unwrap();
+    let renewed = store.read(id("running")).unwrap().unwrap();
+    assert!(matches!(renewed.state, RecordState::InProgress { progress: Some(ref p), .. } if p == "p"), "{renewed:?}");
+}
+
+/// A file of version 2 (before progress messages) opens as version 3, keeps its records
+/// byte for byte, and its in-progress record reads with no message, then takes one.
+#[test]
+fn a_version_2_file_is_migrated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    raw(&path)
+        .execute_batch(
+            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
+                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
+                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
+                 retain_until_ms INTEGER, UNIQUE (namespace, key));
+             CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
+                 WHERE retain_until_ms IS NOT NULL;
+             INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL, 5000);
+             INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15, NULL);
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, 3);
+    let old = store.read(id("old")).unwrap().unwrap();
+    assert_eq!(
+        old,
+        Record {
+            request: "{}".into(),
+            token: Token(7),
+            created_at_ms: 1000,
+            updated_at_ms: 2000,
+            retain_until_ms: Some(5000),
+            state: RecordState::Completed { result: "\"kept\"".into() },
+        }
+    );
+    let running = store.read(id("running")).unwrap().unwrap();
+    assert_eq!(running.token, Token(8));
+    assert_eq!(
+        running.state,
+        RecordState::InProgress { lease_until_ms: 9_000_000_000_000_000, lease_expired: false, progress: None }
+    );
+    let renewal = |progress| Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress };
+    store.renew(renewal(Some("half way"))).unwrap();
+    let renewed = store.read(id("running")).unwrap().unwrap();
+    assert!(
+        matches!(&renewed.state, RecordState::InProgress { progress: Some(p), .. } if p == "half way"),
+        "{renewed:?}"
+    );
+    drop(store);
+    // Opening again finds version 3 and migrates nothing twice.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.read(id("running")).unwrap().unwrap().state, renewed.state);
+}
+
+/// Concurrent opens of one version-2 file migrate it once: the others wait for the write
+/// lock, then find version 3.
+#[test]
+fn concurrent_opens_of_a_version_2_file_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2-race.db");
+    raw(&path)
+        .execute_batch(
+            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
+                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
+                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
+                 retain_until_ms INTEGER, UNIQUE (namespace, key));
+             PRAGMA journal_mode = WAL;
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    let barrier = Barrier::new(6);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                barrier.wait();
+                let store = SqliteStore::open(&path).unwrap();
+                reserve(&store, "after-migration");
+            });
+        }
+    });
+    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
 }
 
 /// A file that another connection keeps locked for longer than the busy timeout fails to
@@ -225,4 +315,26 @@ fn open_failures_name_the_file() {
         let error = SqliteStore::open(&path).unwrap_err().to_string();
         assert!(error.contains(&path.display().to_string()), "{error}");
     }
+}
+
+/// Settling a record clears its progress column, by its holder or by hand: a settled row
+/// never carries a message that no read would show.
+#[test]
+fn settling_clears_the_progress_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("progress.db");
+    let store = SqliteStore::open(&path).unwrap();
+    for key in ["completed", "failed", "resolved"] {
+        let Reservation::Acquired { token } = reserve(&store, key) else { panic!("a new key must be acquired") };
+        store.renew(Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") }).unwrap();
+        let retain = Duration::from_secs(60);
+        match key {
+            "completed" => store.complete(id(key), token, Completion::Success("1"), retain).unwrap(),
+            "failed" => store.complete(id(key), token, Completion::KeptError("{}"), retain).unwrap(),
+            _ => store.resolve_done(id(key), "1", retain).unwrap(),
+        }
+    }
+    let left: i64 =
+        raw(&path).query_row("SELECT count(*) FROM idem_records WHERE progress NOTNULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0, "no settled row may keep a progress message");
 }

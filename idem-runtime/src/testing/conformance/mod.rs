@@ -2,13 +2,15 @@
 //!
 //! The bundled stores run these checks in their own tests; a store of your own should run
 //! them too, because the tool runtime relies on every promise they test (fencing, byte-exact
-//! replay, atomic reservation). Each check panics with a message naming the broken promise.
+//! replay, atomic reservation, lease renewal). Each check panics with a message naming the
+//! broken promise.
 
 use std::time::Duration;
 
 use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
 
 mod race;
+mod renew;
 mod through_async;
 mod unreadable;
 
@@ -44,6 +46,11 @@ pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
     purge_removes_only_settled_records_past_retention(&make_store());
     take_over_needs_an_ended_lease_and_fences_the_old_holder(&make_store());
     abandon_ends_the_lease_at_once(&make_store());
+    renew::renew_extends_the_lease(&make_store());
+    renew::renew_after_the_lease_ended_revives_it(&make_store());
+    renew::renew_keeps_progress_until_settled(&make_store());
+    renew::renew_with_a_stale_token_is_fenced(&make_store());
+    renew::renew_of_a_settled_record_is_fenced(&make_store());
     race::one_caller_takes_over_an_abandoned_key(&make_store());
     check_exclusive_reserve(&[make_store()]);
 }
