@@ -51,6 +51,18 @@ impl Gate {
         self.opened.notify_all();
     }
 
+    /// Opens the gate when dropped, so that a failed check never leaves a body blocked
+    /// (and its test hung) behind it.
+    fn opens_on_drop(&self) -> impl Drop + '_ {
+        struct OpenOnDrop<'g>(&'g Gate);
+        impl Drop for OpenOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.open();
+            }
+        }
+        OpenOnDrop(self)
+    }
+
     fn wait_for_runs(&self, runs: usize) {
         while self.runs.load(Ordering::SeqCst) < runs {
             std::thread::sleep(Duration::from_millis(5));
@@ -105,6 +117,7 @@ fn watch_three_leases(
     status: impl Fn() -> Result<Status<String>, idem::Error>,
     lease_until_ms: impl Fn() -> i64,
 ) {
+    let _open = gate.opens_on_drop();
     gate.wait_for_runs(1);
     let started = Instant::now();
     let started_ms = now_ms();
@@ -309,6 +322,7 @@ fn a_body_past_its_max_hold_is_taken_over_a_lease_later_and_its_late_result_is_f
     let started = Instant::now();
     std::thread::scope(|scope| {
         let first = scope.spawn(|| idem::observe(|| held_too_long(&store, "q3".into(), &gate)));
+        let _open = gate.opens_on_drop();
         gate.wait_for_runs(1);
         let taken_over = loop {
             match held_too_long(&store, "q3".into(), &gate) {
@@ -336,6 +350,7 @@ fn a_body_past_its_max_hold_that_nobody_took_over_completes_normally() {
     let (store, gate) = (MemoryStore::new(), Gate::default());
     std::thread::scope(|scope| {
         let first = scope.spawn(|| held_too_long(&store, "q4".into(), &gate));
+        let _open = gate.opens_on_drop();
         gate.wait_for_runs(1);
         let id = RecordId { namespace: "slow-calls.hung", key: "hung:q4" };
         // Wait until renewal stopped and the lease ended, without calling the tool.
