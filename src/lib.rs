@@ -84,9 +84,15 @@
 //!   of one name in two impl blocks of one module would share a default namespace: the
 //!   second one called refuses every call with [`ErrorCode::NamespaceClash`] until one
 //!   names its own. Give two tools the same namespace to share keys on purpose.
-//! - `lease = "5m"`: how long a reservation holds without a completion before the call
-//!   counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default 5 minutes;
-//!   make it longer than the body's slowest run.
+//! - `lease = "30s"`: how long the key of a call whose process died stays blocked before
+//!   the call counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default
+//!   30 seconds. While a body runs, its lease is renewed every third of the lease (by one
+//!   shared thread; a body that finishes sooner writes nothing), so the lease need not
+//!   outlast the slowest body. The body may report how far it got with [`progress`];
+//!   IN_PROGRESS answers and the status function show it, with a poll hint
+//!   ([`Error::retry_after`], [`Running`]).
+//! - `max_hold = "1h"`: how long a running body's lease is renewed at most; a body that
+//!   hangs for good frees its key one lease later. Default 1 hour; at least one lease.
 //! - `reconcile = expr`: asks the provider what happened to an abandoned call once its
 //!   lease ended: a function or closure taking an [`Abandoned`] and returning a
 //!   [`Reconciled`] (a future of one, for async tools). `Done(result)` completes the key
