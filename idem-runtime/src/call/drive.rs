@@ -62,7 +62,7 @@ where
     };
     let abandon = Abandon::arm(tool, &key);
     let held = store.hold(tool, &key, token);
-    let current = Current { key: Some(key.clone()), slot: Some(held.slot().clone()) };
+    let current = Current { key: Some(key.clone()), slot: Some(held.call_ref()) };
     let output = renewing(store, &held, id, token, tool, Scoped::new(body, current)).await;
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);

@@ -1,7 +1,7 @@
 //! Holding a reservation while the body runs: its registration with the renewer, the
 //! body polled beside its renewals, and [`progress`] for the body to say how far it got.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::Arc;
@@ -13,28 +13,31 @@ use crate::store::{RecordId, Renew, Store, StoreError, Token};
 
 use super::Tool;
 use super::driven::Driven;
-use super::renewer::{Registration, RenewNow, Slot};
+use super::renewer::{CallRef, Registration, RenewNow, deregister_sync, register_sync};
 
-/// A sync store lent to the renewer thread for the calls of one [`with_blocking`] scope.
+/// A sync store lent to the renewer thread for the call of one [`with_blocking`] scope.
 pub(crate) struct Blocking<'s, S: ?Sized> {
     pub(super) store: &'s S,
-    /// The slot of the call running in this scope, ended when the scope ends.
-    held: Cell<Option<Arc<Slot>>>,
+    /// What the renewer thread renews through, once the call holds its key.
+    target: OnceCell<Borrowed<'s, S>>,
+    /// The call's place on its thread's list, taken off when the scope ends.
+    registered: Cell<Option<u64>>,
 }
 
 /// Runs `f` with `store` seen as a [`Driven`] store whose futures are ready at once (a
-/// sync tool's call). Whatever `f` does, every renewal through `store` has ended when this
-/// returns or unwinds: that is what lets the renewer thread borrow `store`.
+/// sync tool's call). Whatever `f` does, the call is off the renewer's list when this
+/// returns or unwinds, and no renewal through `store` is in flight: that is what lets the
+/// renewer thread borrow `store` and this frame's `Blocking`.
 pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blocking<'_, S>) -> R) -> R {
     struct EndRenewal<'b, 's, S: ?Sized>(&'b Blocking<'s, S>);
     impl<S: ?Sized> Drop for EndRenewal<'_, '_, S> {
         fn drop(&mut self) {
-            if let Some(slot) = self.0.held.take() {
-                slot.end();
+            if let Some(id) = self.0.registered.take() {
+                deregister_sync(id);
             }
         }
     }
-    let blocking = Blocking { store, held: Cell::new(None) };
+    let blocking = Blocking { store, target: OnceCell::new(), registered: Cell::new(None) };
     let _end = EndRenewal(&blocking);
     f(&blocking)
 }
@@ -57,29 +60,27 @@ impl<S: Store + ?Sized> RenewNow for Borrowed<'_, S> {
 
 impl<'s, S: Store + ?Sized> Blocking<'s, S> {
     pub(super) fn hold(&self, tool: &'static Tool, key: &Key, token: Token) -> Registration {
-        let target: Box<dyn RenewNow + 's> = Box::new(Borrowed {
-            store: self.store,
-            namespace: tool.namespace,
-            key: key.clone(),
-            token,
-            lease: tool.lease,
-        });
-        // SAFETY: the renewer thread only uses `target` inside `Slot::end`'s lock, and the
-        // slot is ended, dropping `target`, before `with_blocking` returns or unwinds (its
-        // `EndRenewal` guard lives on that frame and is never handed out), so before `'s`,
-        // the borrow of the store, can end. Only the lifetime is erased; the type is the same.
-        let target: Box<dyn RenewNow + 'static> = unsafe { std::mem::transmute(target) };
-        let slot = Slot::for_sync(tool, key.clone(), target);
-        if let Some(earlier) = self.held.replace(Some(Arc::clone(&slot))) {
-            earlier.end();
+        let borrowed =
+            Borrowed { store: self.store, namespace: tool.namespace, key: key.clone(), token, lease: tool.lease };
+        if self.target.set(borrowed).is_err() {
+            unreachable!("a call holds its key once");
         }
-        Registration::new(slot)
+        let target: &(dyn RenewNow + 's) = self.target.get().expect("just set");
+        // SAFETY: only the lifetime is erased. The renewer dereferences `target` only while
+        // the call is on its thread's list, under the list's lock; `with_blocking` takes it
+        // off (under that lock) before this frame's `Blocking` or `'s` can end, whether `f`
+        // returns or unwinds, and its guard is never handed out.
+        let target: *const (dyn RenewNow + 's) = target;
+        let target: *const (dyn RenewNow + 'static) = unsafe { std::mem::transmute(target) };
+        let id = register_sync(tool, key.clone(), target);
+        self.registered.set(Some(id));
+        Registration::Sync(id)
     }
 }
 
 /// Registers an async call, which renews its own lease when the renewer wakes it.
 pub(super) fn hold_async(tool: &'static Tool, key: &Key) -> Registration {
-    Registration::new(Slot::for_async(tool, key.clone()))
+    Registration::new_async(tool, key.clone())
 }
 
 /// Polls `body` to its end, running each renewal the renewer asks for on this task beside
@@ -97,7 +98,10 @@ where
     B: Future,
 {
     let lease = tool.lease;
-    let slot = held.slot();
+    let Some(slot) = held.slot() else {
+        // A sync call: the renewer thread renews it.
+        return body.await;
+    };
     let mut body = pin!(body);
     let renew = |progress: Option<Arc<str>>| async move {
         let result = store.renew(Renew { id, token, lease, progress: progress.as_deref() }).await;
@@ -129,7 +133,7 @@ thread_local!(static CURRENT: std::cell::RefCell<Current> = const { std::cell::R
 /// What a running body can see of its call: its key, and its slot for [`progress`].
 pub(super) struct Current {
     pub(super) key: Option<Key>,
-    pub(super) slot: Option<Arc<Slot>>,
+    pub(super) slot: Option<CallRef>,
 }
 
 impl Scope for Current {

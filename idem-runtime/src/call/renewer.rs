@@ -1,13 +1,18 @@
 //! The one thread per process that keeps running calls' reservations.
 //!
-//! Every call registers a [`Slot`] while its body runs. The thread sleeps until the
-//! earliest renewal is due (a third of the lease after the last one), then renews a sync
-//! tool's lease itself, through the store the call lent it, and wakes an async call to
-//! renew on its own task. A body that finishes within a third of its lease is registered
-//! and deregistered under a mutex and never renewed: no store round trip, no wake-up.
-//! Renewal stops after the tool's `max_hold`, so a hung body frees its key one lease later.
+//! Every call is registered while its body runs. The thread sleeps until the earliest
+//! renewal is due (a third of the lease after the last one), then renews a sync tool's
+//! lease itself, through the store the call lent it, and wakes an async call to renew on
+//! its own task. Renewal stops after the tool's `max_hold`, so a hung body frees its key
+//! one lease later.
+//!
+//! A body that finishes within a third of its lease is never renewed, and registering it
+//! is cheap: a sync call goes on its own thread's list (an uncontended mutex, no
+//! allocation) and only looks at one atomic to learn whether the thread must be woken
+//! earlier; an async call, which may move between threads, gets a slot of its own.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -22,286 +27,389 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// The longest progress message kept, in bytes; a longer one is cut at a character
 /// boundary.
-pub(crate) const PROGRESS_MAX: usize = 256;
+const PROGRESS_MAX: usize = 256;
 
-/// Renews a sync tool's lease through its store (see `Blocking::hold`).
-pub(crate) trait RenewNow: Send {
-    fn renew(&self, progress: Option<&str>) -> Result<(), StoreError>;
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent before anything can panic.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// How a due renewal reaches the store.
-enum Target {
-    /// The renewer thread renews through the store; `None` once the call ended, which waits
-    /// for a renewal in flight, so the store is never used after the call returned.
-    Sync(Mutex<Option<Box<dyn RenewNow>>>),
-    /// The renewer wakes the call, which renews on its own task (see `hold::renewing`).
-    Async,
-}
-
-/// One running call, as the renewer sees it.
-pub(crate) struct Slot {
+/// When one running call's lease is renewed, and what progress it has to write.
+struct Schedule {
     tool: &'static Tool,
     key: Key,
     /// A third of the lease: a renewal that fails has two more chances before the lease ends.
     every: Duration,
     /// When renewal stops for good: the reservation's start plus the tool's `max_hold`.
     stop_at: Instant,
-    state: Mutex<SlotState>,
-    target: Target,
-}
-
-struct SlotState {
-    /// When the next renewal is due; `None` once renewal ended (the body finished, the key
-    /// was lost, or `max_hold` passed).
+    /// When the next renewal is due; `None` once renewal ended (the key was lost, or
+    /// `max_hold` passed).
     next_due: Option<Instant>,
-    /// For an async call: a renewal is due and the call has not started it yet.
-    due: bool,
-    waker: Option<Waker>,
     progress: Option<Arc<str>>,
     /// Whether `progress` is not yet written.
     progress_unsent: bool,
     progress_written_at: Option<Instant>,
 }
 
-impl Slot {
-    fn new(tool: &'static Tool, key: Key, target: Target) -> Slot {
+impl Schedule {
+    fn new(tool: &'static Tool, key: Key) -> Schedule {
         let now = Instant::now();
         let every = (tool.lease / 3).max(Duration::from_millis(1));
-        Slot {
+        let stop_at = now.checked_add(tool.max_hold).unwrap_or(now + Duration::from_secs(86_400 * 365));
+        Schedule {
             tool,
             key,
             every,
-            stop_at: now.checked_add(tool.max_hold).unwrap_or(now + Duration::from_secs(86_400 * 365)),
-            state: Mutex::new(SlotState {
-                next_due: Some(now + every),
-                due: false,
-                waker: None,
-                progress: None,
-                progress_unsent: false,
-                progress_written_at: None,
-            }),
-            target,
+            stop_at,
+            next_due: Some(now + every),
+            progress: None,
+            progress_unsent: false,
+            progress_written_at: None,
         }
     }
 
-    /// A slot whose renewals the renewer thread makes through `target`.
-    pub(crate) fn for_sync(tool: &'static Tool, key: Key, target: Box<dyn RenewNow>) -> Arc<Slot> {
-        Arc::new(Slot::new(tool, key, Target::Sync(Mutex::new(Some(target)))))
+    /// If a renewal is due at `now`: the progress to write with it (`Some(None)`: nothing
+    /// new to say), and the renewal after it scheduled.
+    fn take_due(&mut self, now: Instant) -> Option<Option<Arc<str>>> {
+        if self.next_due.is_none_or(|due| due > now) {
+            return None;
+        }
+        if now >= self.stop_at {
+            self.next_due = None;
+            tracing::warn!(
+                target: "idem", tool = self.tool.name, key = self.key.as_str(), max_hold = ?self.tool.max_hold,
+                "the body has run past the tool's max_hold: its lease is no longer renewed, so the key counts \
+                 as abandoned when the lease ends"
+            );
+            return None;
+        }
+        self.next_due = Some(now + self.every);
+        let unsent = std::mem::take(&mut self.progress_unsent);
+        Some(if unsent { self.progress.clone() } else { None })
     }
 
-    /// A slot whose call renews itself when woken.
-    pub(crate) fn for_async(tool: &'static Tool, key: Key) -> Arc<Slot> {
-        Arc::new(Slot::new(tool, key, Target::Async))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn next_due(&self) -> Option<Instant> {
-        self.lock().next_due
-    }
-
-    /// Ends renewal: no renewal starts after this returns, and a sync renewal in flight has
-    /// finished, so the store it borrowed is no longer used.
-    pub(crate) fn end(&self) {
-        self.lock().next_due = None;
-        if let Target::Sync(target) = &self.target {
-            target.lock().unwrap_or_else(PoisonError::into_inner).take();
+    /// Records what a renewal came to (`sent`: the progress it wrote). Returns the next
+    /// renewal when it moved earlier (a retry after a failure).
+    fn renewed(&mut self, result: Result<(), StoreError>, sent: Option<Arc<str>>) -> Option<Instant> {
+        let now = Instant::now();
+        match result {
+            Ok(()) => {
+                if sent.is_some() {
+                    self.progress_written_at = Some(now);
+                }
+                None
+            }
+            Err(StoreError::Fenced) => {
+                self.next_due = None;
+                tracing::error!(
+                    target: "idem", tool = self.tool.name, key = self.key.as_str(),
+                    "the running call lost its key: its lease ended and another call took it over; its result \
+                     will not be recorded"
+                );
+                None
+            }
+            Err(error) => {
+                if sent.is_some_and(|sent| self.progress.as_ref().is_some_and(|now| Arc::ptr_eq(now, &sent))) {
+                    self.progress_unsent = true;
+                }
+                tracing::warn!(
+                    target: "idem", tool = self.tool.name, key = self.key.as_str(), %error,
+                    "could not renew the running call's lease; trying again"
+                );
+                self.pull_to(now + self.every / 3)
+            }
         }
     }
 
-    /// Keeps `message` with the reservation: written with a renewal about a second from now
-    /// (or a second after the last one written), at most once a second.
-    pub(crate) fn set_progress(&self, message: &str) {
+    /// Keeps `message`, to be written with a renewal a second from now (or a second after
+    /// the last one written). Returns the next renewal when it moved earlier.
+    fn set_progress(&mut self, message: &str) -> Option<Instant> {
         let mut cut = message.len().min(PROGRESS_MAX);
         while !message.is_char_boundary(cut) {
             cut -= 1;
         }
+        self.progress = Some(Arc::from(&message[..cut]));
+        self.progress_unsent = true;
         let now = Instant::now();
-        let pulled = {
-            let mut state = self.lock();
-            state.progress = Some(Arc::from(&message[..cut]));
-            state.progress_unsent = true;
-            let write_at = state.progress_written_at.map_or(now, |at| at.max(now)) + PROGRESS_EVERY;
-            match state.next_due {
-                Some(due) if due > write_at => {
-                    state.next_due = Some(write_at);
-                    Some(write_at)
-                }
-                _ => None,
-            }
-        };
-        if let Some(due) = pulled {
-            renewer().schedule(due);
-        }
+        self.pull_to(self.progress_written_at.map_or(now, |at| at.max(now)) + PROGRESS_EVERY)
     }
 
-    /// For an async call, at each poll: whether a renewal is due, with the progress to
-    /// write (`Some(None)`: due, nothing new to say). Keeps `waker` to be woken by.
+    fn pull_to(&mut self, due: Instant) -> Option<Instant> {
+        match self.next_due {
+            Some(next) if next > due => {
+                self.next_due = Some(due);
+                Some(due)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Renews a sync tool's lease through the store it borrows (see `Blocking::hold`).
+pub(crate) trait RenewNow: Sync {
+    fn renew(&self, progress: Option<&str>) -> Result<(), StoreError>;
+}
+
+/// A sync call on its thread's list.
+struct SyncCall {
+    id: u64,
+    /// Points into the call's `with_blocking` frame; valid while the call is on the list,
+    /// since the frame removes it (under the list's lock) before it ends.
+    target: *const (dyn RenewNow + 'static),
+    schedule: Schedule,
+}
+
+// SAFETY: `target` is only dereferenced under the list's lock while the call is on it, and
+// `RenewNow: Sync`, so using it from the renewer thread is sound.
+unsafe impl Send for SyncCall {}
+
+/// One thread's running sync calls: a stack, since a tool's body may call another tool.
+#[derive(Default)]
+struct ThreadCalls {
+    calls: Mutex<Vec<SyncCall>>,
+    next_id: AtomicU64,
+}
+
+impl ThreadCalls {
+    /// Renews this thread's due calls (holding the list's lock, so none can end meanwhile);
+    /// returns when the next is due.
+    fn renew_due(&self, now: Instant) -> Option<Instant> {
+        let mut calls = lock(&self.calls);
+        for call in calls.iter_mut() {
+            if let Some(progress) = call.schedule.take_due(now) {
+                // SAFETY: see `SyncCall::target`.
+                let result = unsafe { &*call.target }.renew(progress.as_deref());
+                call.schedule.renewed(result, progress);
+            }
+        }
+        calls.iter().filter_map(|call| call.schedule.next_due).min()
+    }
+}
+
+thread_local! {
+    static THREAD_CALLS: Arc<ThreadCalls> = {
+        let calls = Arc::<ThreadCalls>::default();
+        renewer().add_thread(Arc::downgrade(&calls));
+        calls
+    };
+}
+
+/// Puts a sync call on this thread's list; `target` must stay valid until
+/// [`deregister_sync`] removes it (see [`SyncCall::target`]).
+pub(crate) fn register_sync(tool: &'static Tool, key: Key, target: *const (dyn RenewNow + 'static)) -> u64 {
+    let schedule = Schedule::new(tool, key);
+    let due = schedule.next_due;
+    let id = THREAD_CALLS.with(|thread| {
+        let id = thread.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&thread.calls).push(SyncCall { id, target, schedule });
+        id
+    });
+    if let Some(due) = due {
+        renewer().wake_by(due);
+    }
+    id
+}
+
+/// Takes a sync call off this thread's list; a renewal of it in flight has finished when
+/// this returns.
+pub(crate) fn deregister_sync(id: u64) {
+    // During the thread's teardown the list is gone, and so is every call on it.
+    let _ = THREAD_CALLS.try_with(|thread| {
+        let mut calls = lock(&thread.calls);
+        if let Some(at) = calls.iter().rposition(|call| call.id == id) {
+            calls.remove(at);
+        }
+    });
+}
+
+fn progress_sync(id: u64, message: &str) {
+    let pulled = THREAD_CALLS.with(|thread| {
+        let mut calls = lock(&thread.calls);
+        calls.iter_mut().rev().find(|call| call.id == id).and_then(|call| call.schedule.set_progress(message))
+    });
+    if let Some(due) = pulled {
+        renewer().wake_by(due);
+    }
+}
+
+/// An async call's schedule, with what it needs to be woken.
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+}
+
+struct SlotState {
+    schedule: Schedule,
+    /// A renewal is due and the call has not started it yet.
+    due: Option<Option<Arc<str>>>,
+    waker: Option<Waker>,
+    ended: bool,
+}
+
+impl Slot {
+    /// For the renewer: marks a due renewal and wakes the call. Returns the next due.
+    fn wake_if_due(&self, now: Instant) -> Option<Instant> {
+        let waker = {
+            let mut state = lock(&self.state);
+            if state.ended {
+                return None;
+            }
+            if let Some(progress) = state.schedule.take_due(now) {
+                state.due = Some(progress);
+            }
+            let waker = if state.due.is_some() { state.waker.take() } else { None };
+            (waker, state.schedule.next_due)
+        };
+        if let Some(waker) = waker.0 {
+            waker.wake();
+        }
+        waker.1
+    }
+
+    /// For the call, at each poll: whether a renewal is due, with the progress to write.
+    /// Keeps `waker` to be woken by.
     pub(crate) fn take_due(&self, waker: &Waker) -> Option<Option<Arc<str>>> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if !state.waker.as_ref().is_some_and(|kept| kept.will_wake(waker)) {
             state.waker = Some(waker.clone());
         }
-        if !std::mem::take(&mut state.due) {
-            return None;
-        }
-        Some(take_progress(&mut state))
+        state.due.take()
     }
 
-    /// What a renewal came to. `sent` is the progress it wrote, if any.
+    /// For the call: what its renewal came to.
     pub(crate) fn renewed(&self, result: Result<(), StoreError>, sent: Option<Arc<str>>) {
-        let now = Instant::now();
-        let retry = {
-            let mut state = self.lock();
-            match result {
-                Ok(()) => {
-                    if sent.is_some() {
-                        state.progress_written_at = Some(now);
-                    }
-                    None
-                }
-                Err(StoreError::Fenced) => {
-                    state.next_due = None;
-                    tracing::error!(
-                        target: "idem", tool = self.tool.name, key = self.key.as_str(),
-                        "the running call lost its key: its lease ended and another call took it over; \
-                         its result will not be recorded"
-                    );
-                    None
-                }
-                Err(error) => {
-                    if sent.is_some_and(|sent| state.progress.as_ref().is_some_and(|now| Arc::ptr_eq(now, &sent))) {
-                        state.progress_unsent = true;
-                    }
-                    tracing::warn!(
-                        target: "idem", tool = self.tool.name, key = self.key.as_str(), %error,
-                        "could not renew the running call's lease; trying again"
-                    );
-                    let retry = now + self.every / 3;
-                    match state.next_due {
-                        Some(due) if due > retry => {
-                            state.next_due = Some(retry);
-                            Some(retry)
-                        }
-                        _ => None,
-                    }
-                }
-            }
-        };
-        if let Some(due) = retry {
-            renewer().schedule(due);
+        let pulled = lock(&self.state).schedule.renewed(result, sent);
+        if let Some(due) = pulled {
+            renewer().wake_by(due);
         }
     }
-
-    /// Called by the renewer thread when the slot may be due.
-    fn renew_if_due(&self, now: Instant) {
-        let (waker, progress) = {
-            let mut state = self.lock();
-            match state.next_due {
-                Some(due) if due <= now => {}
-                _ => return,
-            }
-            if now >= self.stop_at {
-                state.next_due = None;
-                tracing::warn!(
-                    target: "idem", tool = self.tool.name, key = self.key.as_str(),
-                    max_hold = ?self.tool.max_hold,
-                    "the body has run past the tool's max_hold: its lease is no longer renewed, so the key \
-                     counts as abandoned when the lease ends"
-                );
-                return;
-            }
-            state.next_due = Some(now + self.every);
-            match &self.target {
-                Target::Async => {
-                    state.due = true;
-                    (state.waker.take(), None)
-                }
-                Target::Sync(_) => (None, Some(take_progress(&mut state))),
-            }
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        let (Target::Sync(target), Some(progress)) = (&self.target, progress) else { return };
-        let result = {
-            let target = target.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(target) = target.as_ref() else { return };
-            target.renew(progress.as_deref())
-        };
-        self.renewed(result, progress);
-    }
-}
-
-fn take_progress(state: &mut SlotState) -> Option<Arc<str>> {
-    if std::mem::take(&mut state.progress_unsent) { state.progress.clone() } else { None }
 }
 
 /// A running call's place with the renewer; dropping it ends renewal.
-pub(crate) struct Registration {
-    slot: Arc<Slot>,
-    index: usize,
+pub(crate) enum Registration {
+    Sync(u64),
+    Async { slot: Arc<Slot>, index: usize },
+}
+
+/// Which call [`progress`](super::progress) reports for.
+#[derive(Clone)]
+pub(crate) enum CallRef {
+    Sync(u64),
+    Async(Arc<Slot>),
 }
 
 impl Registration {
-    pub(crate) fn new(slot: Arc<Slot>) -> Registration {
-        let index = renewer().register(&slot);
-        Registration { slot, index }
+    /// Registers an async call, which renews its own lease when woken.
+    pub(crate) fn new_async(tool: &'static Tool, key: Key) -> Registration {
+        let schedule = Schedule::new(tool, key);
+        let due = schedule.next_due;
+        let slot = Arc::new(Slot { state: Mutex::new(SlotState { schedule, due: None, waker: None, ended: false }) });
+        let index = renewer().add_slot(&slot, due);
+        Registration::Async { slot, index }
     }
 
-    pub(crate) fn slot(&self) -> &Arc<Slot> {
-        &self.slot
+    pub(crate) fn call_ref(&self) -> CallRef {
+        match self {
+            Registration::Sync(id) => CallRef::Sync(*id),
+            Registration::Async { slot, .. } => CallRef::Async(Arc::clone(slot)),
+        }
+    }
+
+    /// The async call's slot, which a sync registration does not have.
+    pub(crate) fn slot(&self) -> Option<&Slot> {
+        match self {
+            Registration::Sync(_) => None,
+            Registration::Async { slot, .. } => Some(slot),
+        }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.slot.end();
-        renewer().deregister(self.index);
+        match self {
+            Registration::Sync(id) => deregister_sync(*id),
+            Registration::Async { slot, index } => {
+                lock(&slot.state).ended = true;
+                renewer().remove_slot(*index);
+            }
+        }
     }
 }
+
+impl CallRef {
+    pub(crate) fn set_progress(&self, message: &str) {
+        match self {
+            CallRef::Sync(id) => progress_sync(*id, message),
+            CallRef::Async(slot) => {
+                let pulled = lock(&slot.state).schedule.set_progress(message);
+                if let Some(due) = pulled {
+                    renewer().wake_by(due);
+                }
+            }
+        }
+    }
+}
+
+/// `PLANNED` when the thread has no wake-up planned (it waits for a registration, or it is
+/// looking at every call and will see a new one).
+const UNPLANNED: u64 = u64::MAX;
 
 struct Renewer {
     registry: Mutex<Registry>,
     wake: Condvar,
+    /// When the thread wakes next, in nanoseconds since `epoch`: a registration due later
+    /// need not take the lock.
+    planned: AtomicU64,
+    epoch: Instant,
 }
 
 #[derive(Default)]
 struct Registry {
+    threads: Vec<Weak<ThreadCalls>>,
     slots: Vec<Option<Arc<Slot>>>,
     free: Vec<usize>,
-    /// When the thread wakes next; `None` while it waits for a registration. It only moves
-    /// earlier between passes, so a stream of fast calls wakes the thread once a period.
+    /// When the thread wakes next; `None` while it waits for a registration.
     wake_at: Option<Instant>,
     started: bool,
 }
 
 fn renewer() -> &'static Renewer {
     static RENEWER: OnceLock<Renewer> = OnceLock::new();
-    RENEWER.get_or_init(|| Renewer { registry: Mutex::default(), wake: Condvar::new() })
+    RENEWER.get_or_init(|| Renewer {
+        registry: Mutex::default(),
+        wake: Condvar::new(),
+        planned: AtomicU64::new(UNPLANNED),
+        epoch: Instant::now(),
+    })
 }
 
 impl Renewer {
-    fn lock(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(UNPLANNED - 1)
     }
 
-    fn register(&'static self, slot: &Arc<Slot>) -> usize {
-        let due = slot.next_due();
-        let mut registry = self.lock();
-        if !registry.started {
-            registry.started = true;
-            let spawned = std::thread::Builder::new().name("idem-renewer".to_owned()).spawn(|| self.run());
-            if let Err(error) = spawned {
-                tracing::error!(
-                    target: "idem", %error,
-                    "could not start the thread that renews running calls' leases: a body that runs past its \
-                     lease can be taken over"
-                );
-            }
+    fn start(&'static self, registry: &mut Registry) {
+        if std::mem::replace(&mut registry.started, true) {
+            return;
         }
+        if let Err(error) = std::thread::Builder::new().name("idem-renewer".to_owned()).spawn(|| self.run()) {
+            tracing::error!(
+                target: "idem", %error,
+                "could not start the thread that renews running calls' leases: a body that runs past its lease \
+                 can be taken over"
+            );
+        }
+    }
+
+    fn add_thread(&'static self, thread: Weak<ThreadCalls>) {
+        let mut registry = lock(&self.registry);
+        self.start(&mut registry);
+        registry.threads.retain(|thread| thread.strong_count() > 0);
+        registry.threads.push(thread);
+    }
+
+    fn add_slot(&'static self, slot: &Arc<Slot>, due: Option<Instant>) -> usize {
+        let mut registry = lock(&self.registry);
+        self.start(&mut registry);
         let index = match registry.free.pop() {
             Some(index) => {
                 registry.slots[index] = Some(Arc::clone(slot));
@@ -313,47 +421,67 @@ impl Renewer {
             }
         };
         if let Some(due) = due {
-            Self::wake_by(&mut registry, &self.wake, due);
+            self.plan_earlier(&mut registry, due);
         }
         index
     }
 
-    fn deregister(&self, index: usize) {
-        let mut registry = self.lock();
+    fn remove_slot(&self, index: usize) {
+        let mut registry = lock(&self.registry);
         registry.slots[index] = None;
         registry.free.push(index);
     }
 
-    fn schedule(&self, due: Instant) {
-        Self::wake_by(&mut self.lock(), &self.wake, due);
+    /// Makes sure the thread wakes by `due`. Costs one atomic load unless it must wake
+    /// earlier than planned (or has nothing planned).
+    fn wake_by(&self, due: Instant) {
+        if self.nanos(due) < self.planned.load(Ordering::SeqCst) {
+            self.plan_earlier(&mut lock(&self.registry), due);
+        }
     }
 
-    fn wake_by(registry: &mut Registry, wake: &Condvar, due: Instant) {
+    /// The thread looks at every call at or before `planned`, so a call due later need not
+    /// tell it (a call registered during a look may be missed by it, and is seen by the next).
+    fn plan_earlier(&self, registry: &mut Registry, due: Instant) {
         if registry.wake_at.is_none_or(|at| due < at) {
             registry.wake_at = Some(due);
-            wake.notify_one();
+            self.planned.store(self.nanos(due), Ordering::SeqCst);
+            self.wake.notify_one();
         }
     }
 
     fn run(&self) {
-        let mut registry = self.lock();
+        let mut registry = lock(&self.registry);
         loop {
             let now = Instant::now();
-            registry = match registry.wake_at {
-                None => self.wake.wait(registry).unwrap_or_else(PoisonError::into_inner),
+            match registry.wake_at {
+                None => registry = self.wake.wait(registry).unwrap_or_else(PoisonError::into_inner),
                 Some(at) if now < at => {
-                    self.wake.wait_timeout(registry, at - now).unwrap_or_else(PoisonError::into_inner).0
+                    registry = self.wake.wait_timeout(registry, at - now).unwrap_or_else(PoisonError::into_inner).0;
                 }
                 Some(_) => {
+                    // Registrations from now until the new plan take the lock (see `wake_by`),
+                    // so none is missed by the look at every call below.
+                    registry.wake_at = None;
+                    self.planned.store(UNPLANNED, Ordering::SeqCst);
                     let slots: Vec<Arc<Slot>> = registry.slots.iter().flatten().cloned().collect();
+                    let threads: Vec<Arc<ThreadCalls>> = registry.threads.iter().filter_map(Weak::upgrade).collect();
                     drop(registry);
-                    slots.iter().for_each(|slot| slot.renew_if_due(now));
-                    drop(slots);
-                    let mut registry = self.lock();
-                    registry.wake_at = registry.slots.iter().flatten().filter_map(|slot| slot.next_due()).min();
-                    registry
+                    let next = slots
+                        .iter()
+                        .filter_map(|slot| slot.wake_if_due(now))
+                        .chain(threads.iter().filter_map(|thread| thread.renew_due(now)))
+                        .min();
+                    drop((slots, threads));
+                    registry = lock(&self.registry);
+                    let plan = match (next, registry.wake_at) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    registry.wake_at = plan;
+                    self.planned.store(plan.map_or(UNPLANNED, |at| self.nanos(at)), Ordering::SeqCst);
                 }
-            };
+            }
         }
     }
 }
