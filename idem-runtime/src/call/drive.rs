@@ -39,7 +39,7 @@ where
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
-    let Call { tool, key, request, .. } = call;
+    let Call { tool, key, request, started } = call;
     let (key, request) = match (key, request) {
         (Ok(key), Ok(request)) => (key, request),
         (Err(error), _) => return Ran { output: O::from_error(error), key: None, outcome: Outcome::InvalidKey },
@@ -61,7 +61,7 @@ where
         }
     };
     let abandon = Abandon::arm(tool, &key);
-    let held = store.hold(tool, &key, token);
+    let held = store.hold(tool, &key, token, started);
     let current = Current { key: Some(key.clone()), slot: Some(held.call_ref()) };
     let output = renewing(store, &held, id, token, tool, Scoped::new(body, current)).await;
     // Renewal ends before the completion is written: no renewal races the completion.

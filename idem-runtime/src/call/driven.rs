@@ -25,7 +25,7 @@ pub(crate) trait Driven {
     fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
     /// Registers the running call held by `token` with the renewer, until the returned
     /// registration is dropped.
-    fn hold(&self, tool: &'static Tool, key: &Key, token: Token) -> Registration;
+    fn hold(&self, tool: &'static Tool, key: &Key, token: Token, started: std::time::Instant) -> Registration<'_>;
     fn complete<'a>(
         &'a self,
         id: RecordId<'a>,
@@ -54,13 +54,19 @@ pub(crate) struct Async<'s, S: ?Sized> {
 /// the store's method returned (`$returned`) into the future; `$hold` registers a running
 /// call.
 macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident| $hold:expr) => {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr) => {
         impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
             fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
                 let $returned = $store::renew(self.store, renewal);
                 $wrap
             }
-            fn hold(&self, $tool: &'static Tool, $key: &Key, $token: Token) -> Registration {
+            fn hold(
+                &self,
+                $tool: &'static Tool,
+                $key: &Key,
+                $token: Token,
+                $started: std::time::Instant,
+            ) -> Registration<'_> {
                 let $this = self;
                 $hold
             }
@@ -110,8 +116,9 @@ macro_rules! driven {
     };
 }
 
-driven!(Blocking, Store, |result| ready(result), |this, tool, key, token| this.hold(tool, key, token));
-driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token| hold_async(tool, key));
+driven!(Blocking, Store, |result| ready(result), |this, tool, key, token, started| this
+    .hold(tool, key, token, started));
+driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token, started| hold_async(tool, key, started));
 
 /// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
 /// takes the future pinned where it was made, so the large state machine is not moved.

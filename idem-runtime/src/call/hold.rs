@@ -1,11 +1,12 @@
 //! Holding a reservation while the body runs: its registration with the renewer, the
 //! body polled beside its renewals, and [`progress`] for the body to say how far it got.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Instant;
 
 use crate::key::Key;
 use crate::scope::Scope;
@@ -13,7 +14,7 @@ use crate::store::{RecordId, Renew, Store, StoreError, Token};
 
 use super::Tool;
 use super::driven::Driven;
-use super::renewer::{CallRef, Registration, RenewNow, deregister_sync, register_sync};
+use super::renewer::{CallRef, Registered, Registration, RenewNow, register_sync};
 
 /// A sync store lent to the renewer thread for the call of one [`with_blocking`] scope.
 pub(crate) struct Blocking<'s, S: ?Sized> {
@@ -21,7 +22,7 @@ pub(crate) struct Blocking<'s, S: ?Sized> {
     /// What the renewer thread renews through, once the call holds its key.
     target: OnceCell<Borrowed<'s, S>>,
     /// The call's place on its thread's list, taken off when the scope ends.
-    registered: Cell<Option<u64>>,
+    registered: Registered,
 }
 
 /// Runs `f` with `store` seen as a [`Driven`] store whose futures are ready at once (a
@@ -32,12 +33,10 @@ pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blo
     struct EndRenewal<'b, 's, S: ?Sized>(&'b Blocking<'s, S>);
     impl<S: ?Sized> Drop for EndRenewal<'_, '_, S> {
         fn drop(&mut self) {
-            if let Some(id) = self.0.registered.take() {
-                deregister_sync(id);
-            }
+            self.0.registered.end();
         }
     }
-    let blocking = Blocking { store, target: OnceCell::new(), registered: Cell::new(None) };
+    let blocking = Blocking { store, target: OnceCell::new(), registered: Registered::new() };
     let _end = EndRenewal(&blocking);
     f(&blocking)
 }
@@ -46,22 +45,20 @@ pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blo
 struct Borrowed<'s, S: ?Sized> {
     store: &'s S,
     namespace: &'static str,
-    key: Key,
     token: Token,
     lease: std::time::Duration,
 }
 
 impl<S: Store + ?Sized> RenewNow for Borrowed<'_, S> {
-    fn renew(&self, progress: Option<&str>) -> Result<(), StoreError> {
-        let id = RecordId { namespace: self.namespace, key: self.key.as_str() };
+    fn renew(&self, key: &Key, progress: Option<&str>) -> Result<(), StoreError> {
+        let id = RecordId { namespace: self.namespace, key: key.as_str() };
         self.store.renew(Renew { id, token: self.token, lease: self.lease, progress })
     }
 }
 
 impl<'s, S: Store + ?Sized> Blocking<'s, S> {
-    pub(super) fn hold(&self, tool: &'static Tool, key: &Key, token: Token) -> Registration {
-        let borrowed =
-            Borrowed { store: self.store, namespace: tool.namespace, key: key.clone(), token, lease: tool.lease };
+    pub(super) fn hold(&self, tool: &'static Tool, key: &Key, token: Token, started: Instant) -> Registration<'_> {
+        let borrowed = Borrowed { store: self.store, namespace: tool.namespace, token, lease: tool.lease };
         if self.target.set(borrowed).is_err() {
             unreachable!("a call holds its key once");
         }
@@ -72,22 +69,22 @@ impl<'s, S: Store + ?Sized> Blocking<'s, S> {
         // returns or unwinds, and its guard is never handed out.
         let target: *const (dyn RenewNow + 's) = target;
         let target: *const (dyn RenewNow + 'static) = unsafe { std::mem::transmute(target) };
-        let id = register_sync(tool, key.clone(), target);
-        self.registered.set(Some(id));
-        Registration::Sync(id)
+        let id = register_sync(tool, key.clone(), started, target);
+        self.registered.set(id);
+        Registration::Sync { id, registered: &self.registered }
     }
 }
 
 /// Registers an async call, which renews its own lease when the renewer wakes it.
-pub(super) fn hold_async(tool: &'static Tool, key: &Key) -> Registration {
-    Registration::new_async(tool, key.clone())
+pub(super) fn hold_async(tool: &'static Tool, key: &Key, started: Instant) -> Registration<'static> {
+    Registration::new_async(tool, key.clone(), started)
 }
 
 /// Polls `body` to its end, running each renewal the renewer asks for on this task beside
 /// it. A sync tool's body is ready at its first poll, so it never gets here twice.
 pub(super) async fn renewing<S, B>(
     store: &S,
-    held: &Registration,
+    held: &Registration<'_>,
     id: RecordId<'_>,
     token: Token,
     tool: &Tool,

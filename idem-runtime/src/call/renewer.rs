@@ -34,47 +34,47 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// When one running call's lease is renewed, and what progress it has to write.
+/// When one running call's lease is renewed, and what progress it has to write. Kept
+/// small: a sync call's schedule is moved onto its thread's list and off again.
 struct Schedule {
     tool: &'static Tool,
     key: Key,
-    /// A third of the lease: a renewal that fails has two more chances before the lease ends.
-    every: Duration,
-    /// When renewal stops for good: the reservation's start plus the tool's `max_hold`.
-    stop_at: Instant,
+    /// When the call started, a moment before its reservation (the call's own clock
+    /// reading, reused), so renewals come a little early, never late.
+    started: Instant,
     /// When the next renewal is due; `None` once renewal ended (the key was lost, or
     /// `max_hold` passed).
     next_due: Option<Instant>,
-    progress: Option<Arc<str>>,
-    /// Whether `progress` is not yet written.
-    progress_unsent: bool,
-    progress_written_at: Option<Instant>,
+    /// Only a body that reports progress has one.
+    progress: Option<Box<Progress>>,
+}
+
+struct Progress {
+    message: Arc<str>,
+    /// Whether `message` is not yet written.
+    unsent: bool,
+    written_at: Option<Instant>,
 }
 
 impl Schedule {
-    fn new(tool: &'static Tool, key: Key) -> Schedule {
-        let now = Instant::now();
-        let every = (tool.lease / 3).max(Duration::from_millis(1));
-        let stop_at = now.checked_add(tool.max_hold).unwrap_or(now + Duration::from_secs(86_400 * 365));
-        Schedule {
-            tool,
-            key,
-            every,
-            stop_at,
-            next_due: Some(now + every),
-            progress: None,
-            progress_unsent: false,
-            progress_written_at: None,
-        }
+    fn new(tool: &'static Tool, key: Key, started: Instant) -> Schedule {
+        let next_due = Some(started + Self::every(tool));
+        Schedule { tool, key, started, next_due, progress: None }
+    }
+
+    /// A third of the lease: a renewal that fails has two more chances before the lease ends.
+    fn every(tool: &Tool) -> Duration {
+        (tool.lease / 3).max(Duration::from_millis(1))
     }
 
     /// If a renewal is due at `now`: the progress to write with it (`Some(None)`: nothing
-    /// new to say), and the renewal after it scheduled.
+    /// new to say), and the renewal after it scheduled. Renewal ends once the call has
+    /// run for the tool's `max_hold`.
     fn take_due(&mut self, now: Instant) -> Option<Option<Arc<str>>> {
         if self.next_due.is_none_or(|due| due > now) {
             return None;
         }
-        if now >= self.stop_at {
+        if now.saturating_duration_since(self.started) >= self.tool.max_hold {
             self.next_due = None;
             tracing::warn!(
                 target: "idem", tool = self.tool.name, key = self.key.as_str(), max_hold = ?self.tool.max_hold,
@@ -83,9 +83,12 @@ impl Schedule {
             );
             return None;
         }
-        self.next_due = Some(now + self.every);
-        let unsent = std::mem::take(&mut self.progress_unsent);
-        Some(if unsent { self.progress.clone() } else { None })
+        self.next_due = Some(now + Self::every(self.tool));
+        let unsent = self.progress.as_mut().filter(|progress| progress.unsent);
+        Some(unsent.map(|progress| {
+            progress.unsent = false;
+            Arc::clone(&progress.message)
+        }))
     }
 
     /// Records what a renewal came to (`sent`: the progress it wrote). Returns the next
@@ -94,8 +97,8 @@ impl Schedule {
         let now = Instant::now();
         match result {
             Ok(()) => {
-                if sent.is_some() {
-                    self.progress_written_at = Some(now);
+                if let (Some(progress), Some(_)) = (self.progress.as_mut(), sent) {
+                    progress.written_at = Some(now);
                 }
                 None
             }
@@ -109,14 +112,16 @@ impl Schedule {
                 None
             }
             Err(error) => {
-                if sent.is_some_and(|sent| self.progress.as_ref().is_some_and(|now| Arc::ptr_eq(now, &sent))) {
-                    self.progress_unsent = true;
+                if let (Some(progress), Some(sent)) = (self.progress.as_mut(), sent)
+                    && Arc::ptr_eq(&progress.message, &sent)
+                {
+                    progress.unsent = true;
                 }
                 tracing::warn!(
                     target: "idem", tool = self.tool.name, key = self.key.as_str(), %error,
                     "could not renew the running call's lease; trying again"
                 );
-                self.pull_to(now + self.every / 3)
+                self.pull_to(now + Self::every(self.tool) / 3)
             }
         }
     }
@@ -128,10 +133,18 @@ impl Schedule {
         while !message.is_char_boundary(cut) {
             cut -= 1;
         }
-        self.progress = Some(Arc::from(&message[..cut]));
-        self.progress_unsent = true;
+        let message: Arc<str> = Arc::from(&message[..cut]);
+        let progress = match &mut self.progress {
+            Some(progress) => {
+                progress.message = message;
+                progress.unsent = true;
+                progress
+            }
+            None => self.progress.insert(Box::new(Progress { message, unsent: true, written_at: None })),
+        };
         let now = Instant::now();
-        self.pull_to(self.progress_written_at.map_or(now, |at| at.max(now)) + PROGRESS_EVERY)
+        let write_at = progress.written_at.map_or(now, |at| at.max(now)) + PROGRESS_EVERY;
+        self.pull_to(write_at)
     }
 
     fn pull_to(&mut self, due: Instant) -> Option<Instant> {
@@ -147,7 +160,7 @@ impl Schedule {
 
 /// Renews a sync tool's lease through the store it borrows (see `Blocking::hold`).
 pub(crate) trait RenewNow: Sync {
-    fn renew(&self, progress: Option<&str>) -> Result<(), StoreError>;
+    fn renew(&self, key: &Key, progress: Option<&str>) -> Result<(), StoreError>;
 }
 
 /// A sync call on its thread's list.
@@ -166,8 +179,13 @@ unsafe impl Send for SyncCall {}
 /// One thread's running sync calls: a stack, since a tool's body may call another tool.
 #[derive(Default)]
 struct ThreadCalls {
-    calls: Mutex<Vec<SyncCall>>,
-    next_id: AtomicU64,
+    calls: Mutex<Calls>,
+}
+
+#[derive(Default)]
+struct Calls {
+    running: Vec<SyncCall>,
+    next_id: u64,
 }
 
 impl ThreadCalls {
@@ -175,14 +193,14 @@ impl ThreadCalls {
     /// returns when the next is due.
     fn renew_due(&self, now: Instant) -> Option<Instant> {
         let mut calls = lock(&self.calls);
-        for call in calls.iter_mut() {
+        for call in calls.running.iter_mut() {
             if let Some(progress) = call.schedule.take_due(now) {
                 // SAFETY: see `SyncCall::target`.
-                let result = unsafe { &*call.target }.renew(progress.as_deref());
+                let result = unsafe { &*call.target }.renew(&call.schedule.key, progress.as_deref());
                 call.schedule.renewed(result, progress);
             }
         }
-        calls.iter().filter_map(|call| call.schedule.next_due).min()
+        calls.running.iter().filter_map(|call| call.schedule.next_due).min()
     }
 }
 
@@ -196,12 +214,19 @@ thread_local! {
 
 /// Puts a sync call on this thread's list; `target` must stay valid until
 /// [`deregister_sync`] removes it (see [`SyncCall::target`]).
-pub(crate) fn register_sync(tool: &'static Tool, key: Key, target: *const (dyn RenewNow + 'static)) -> u64 {
-    let schedule = Schedule::new(tool, key);
+pub(crate) fn register_sync(
+    tool: &'static Tool,
+    key: Key,
+    started: Instant,
+    target: *const (dyn RenewNow + 'static),
+) -> u64 {
+    let schedule = Schedule::new(tool, key, started);
     let due = schedule.next_due;
     let id = THREAD_CALLS.with(|thread| {
-        let id = thread.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&thread.calls).push(SyncCall { id, target, schedule });
+        let mut calls = lock(&thread.calls);
+        let id = calls.next_id;
+        calls.next_id += 1;
+        calls.running.push(SyncCall { id, target, schedule });
         id
     });
     if let Some(due) = due {
@@ -216,8 +241,8 @@ pub(crate) fn deregister_sync(id: u64) {
     // During the thread's teardown the list is gone, and so is every call on it.
     let _ = THREAD_CALLS.try_with(|thread| {
         let mut calls = lock(&thread.calls);
-        if let Some(at) = calls.iter().rposition(|call| call.id == id) {
-            calls.remove(at);
+        if let Some(at) = calls.running.iter().rposition(|call| call.id == id) {
+            calls.running.remove(at);
         }
     });
 }
@@ -225,7 +250,8 @@ pub(crate) fn deregister_sync(id: u64) {
 fn progress_sync(id: u64, message: &str) {
     let pulled = THREAD_CALLS.with(|thread| {
         let mut calls = lock(&thread.calls);
-        calls.iter_mut().rev().find(|call| call.id == id).and_then(|call| call.schedule.set_progress(message))
+        let call = calls.running.iter_mut().rev().find(|call| call.id == id);
+        call.and_then(|call| call.schedule.set_progress(message))
     });
     if let Some(due) = pulled {
         renewer().wake_by(due);
@@ -285,9 +311,43 @@ impl Slot {
 }
 
 /// A running call's place with the renewer; dropping it ends renewal.
-pub(crate) enum Registration {
-    Sync(u64),
-    Async { slot: Arc<Slot>, index: usize },
+pub(crate) enum Registration<'b> {
+    /// On its thread's list; `registered` is its `with_blocking` scope's note of it, which
+    /// whichever of the two ends first clears, so the call is taken off once.
+    Sync {
+        id: u64,
+        registered: &'b Registered,
+    },
+    Async {
+        slot: Arc<Slot>,
+        index: usize,
+    },
+}
+
+/// A `with_blocking` scope's note of the call it registered, which whichever of the scope
+/// and the [`Registration`] ends first takes off the list. Only the call's own thread
+/// touches it (an atomic so that async drivers, which hold the same `Registration` type,
+/// stay `Send`; plain loads and stores, no read-modify-write).
+pub(crate) struct Registered(AtomicU64);
+
+impl Registered {
+    const NONE: u64 = u64::MAX;
+
+    pub(crate) fn new() -> Registered {
+        Registered(AtomicU64::new(Self::NONE))
+    }
+
+    pub(crate) fn set(&self, id: u64) {
+        self.0.store(id, Ordering::Relaxed);
+    }
+
+    pub(crate) fn end(&self) {
+        let id = self.0.load(Ordering::Relaxed);
+        if id != Self::NONE {
+            self.0.store(Self::NONE, Ordering::Relaxed);
+            deregister_sync(id);
+        }
+    }
 }
 
 /// Which call [`progress`](super::progress) reports for.
@@ -297,10 +357,10 @@ pub(crate) enum CallRef {
     Async(Arc<Slot>),
 }
 
-impl Registration {
+impl Registration<'_> {
     /// Registers an async call, which renews its own lease when woken.
-    pub(crate) fn new_async(tool: &'static Tool, key: Key) -> Registration {
-        let schedule = Schedule::new(tool, key);
+    pub(crate) fn new_async(tool: &'static Tool, key: Key, started: Instant) -> Registration<'static> {
+        let schedule = Schedule::new(tool, key, started);
         let due = schedule.next_due;
         let slot = Arc::new(Slot { state: Mutex::new(SlotState { schedule, due: None, waker: None, ended: false }) });
         let index = renewer().add_slot(&slot, due);
@@ -309,7 +369,7 @@ impl Registration {
 
     pub(crate) fn call_ref(&self) -> CallRef {
         match self {
-            Registration::Sync(id) => CallRef::Sync(*id),
+            Registration::Sync { id, .. } => CallRef::Sync(*id),
             Registration::Async { slot, .. } => CallRef::Async(Arc::clone(slot)),
         }
     }
@@ -317,16 +377,16 @@ impl Registration {
     /// The async call's slot, which a sync registration does not have.
     pub(crate) fn slot(&self) -> Option<&Slot> {
         match self {
-            Registration::Sync(_) => None,
+            Registration::Sync { .. } => None,
             Registration::Async { slot, .. } => Some(slot),
         }
     }
 }
 
-impl Drop for Registration {
+impl Drop for Registration<'_> {
     fn drop(&mut self) {
         match self {
-            Registration::Sync(id) => deregister_sync(*id),
+            Registration::Sync { registered, .. } => registered.end(),
             Registration::Async { slot, index } => {
                 lock(&slot.state).ended = true;
                 renewer().remove_slot(*index);
@@ -483,5 +543,48 @@ impl Renewer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+/// `cargo test --release -p idem-runtime --lib registration_cost -- --ignored --nocapture`
+mod measure {
+    #[test]
+    #[ignore = "a measurement"]
+    fn registration_cost() {
+        struct Nothing;
+        impl super::RenewNow for Nothing {
+            fn renew(&self, _: &crate::key::Key, _: Option<&str>) -> Result<(), crate::store::StoreError> {
+                Ok(())
+            }
+        }
+        static TOOL: &crate::call::Tool = &crate::call::tests::SENSOR;
+        let key = crate::key::build_key("t", TOOL.template, &[&"acme"]).unwrap();
+        let target: *const (dyn super::RenewNow + 'static) = &Nothing;
+        let n = 1_000_000;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let id = super::register_sync(TOOL, key.clone(), std::time::Instant::now(), target);
+            super::deregister_sync(id);
+        }
+        eprintln!("register + deregister: {:?}", started.elapsed() / n);
+        let now = std::time::Instant::now();
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let id = super::register_sync(TOOL, key.clone(), now, target);
+            super::deregister_sync(id);
+        }
+        eprintln!("without the clock: {:?}", started.elapsed() / n);
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(std::time::Instant::now());
+        }
+        eprintln!("Instant::now: {:?}", started.elapsed() / n);
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let m = std::sync::Mutex::new(1);
+            drop(std::hint::black_box(m.lock()));
+        }
+        eprintln!("lock+unlock: {:?}", started.elapsed() / n);
     }
 }

@@ -47,7 +47,7 @@ impl Subscriber for Events {
     fn exit(&self, _: &Id) {}
 }
 
-static SENSOR: Tool = Tool {
+pub(crate) static SENSOR: Tool = Tool {
     name: "record_reading",
     namespace: "call-tests::record_reading",
     namespace_given: true,
