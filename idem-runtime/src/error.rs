@@ -146,9 +146,15 @@ pub struct Error {
     code: ErrorCode,
     message: String,
     suggestion: Option<String>,
+    /// Boxed: only CONFLICT, IN_PROGRESS and TIMEOUT answers have it, and every answer
+    /// moves the error (a smaller one is cheaper to pass around).
+    details: Option<Box<Details>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Details {
     differences: Vec<FieldDifference>,
-    /// Boxed: only IN_PROGRESS and TIMEOUT answers have it.
-    running: Option<Box<Running>>,
+    running: Option<Running>,
 }
 
 /// For an IN_PROGRESS or TIMEOUT answer: the call that is still running, and when to ask
@@ -174,7 +180,7 @@ pub struct Running {
 impl Error {
     /// An error with `code` and `message` and no suggestion.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), suggestion: None, differences: Vec::new(), running: None }
+        Error { code, message: message.into(), suggestion: None, details: None }
     }
 
     /// The same error with a suggestion of what to do instead.
@@ -184,12 +190,12 @@ impl Error {
     }
 
     pub(crate) fn with_running(mut self, running: Running) -> Self {
-        self.running = Some(Box::new(running));
+        self.details.get_or_insert_default().running = Some(running);
         self
     }
 
     pub(crate) fn with_differences(mut self, differences: Vec<FieldDifference>) -> Self {
-        self.differences = differences;
+        self.details.get_or_insert_default().differences = differences;
         self
     }
 
@@ -216,18 +222,18 @@ impl Error {
     /// For [`InProgress`](ErrorCode::InProgress) and [`Timeout`](ErrorCode::Timeout): how
     /// long to wait before asking again (see [`Running::retry_after`]).
     pub fn retry_after(&self) -> Option<std::time::Duration> {
-        self.running.as_ref().map(|running| running.retry_after)
+        self.running().map(|running| running.retry_after)
     }
 
     /// For [`InProgress`](ErrorCode::InProgress) and [`Timeout`](ErrorCode::Timeout): the
     /// running call, as far as it is known.
     pub fn running(&self) -> Option<&Running> {
-        self.running.as_deref()
+        self.details.as_ref()?.running.as_ref()
     }
 
     /// For a [`Conflict`](ErrorCode::Conflict): each compared field that differs.
     pub fn differences(&self) -> &[FieldDifference] {
-        &self.differences
+        self.details.as_ref().map_or(&[], |details| &details.differences)
     }
 
     /// The error as the JSON value `{"error": {...}}`.

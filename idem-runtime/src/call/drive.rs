@@ -63,7 +63,8 @@ where
     let abandon = Abandon::arm(tool, &key);
     let held = store.hold(tool, &key, token, started);
     let current = Current { key: Some(key.clone()), slot: Some(held.call_ref()) };
-    let output = renewing(store, &held, id, token, tool, Scoped::new(body, current)).await;
+    let body = Scoped::new(body, current);
+    let output = if S::RENEWS_ON_TASK { renewing(store, &held, id, token, tool, body).await } else { body.await };
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);
     abandon.disarm();

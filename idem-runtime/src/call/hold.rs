@@ -96,8 +96,7 @@ where
 {
     let lease = tool.lease;
     let Some(slot) = held.slot() else {
-        // A sync call: the renewer thread renews it.
-        return body.await;
+        return body.await; // not reached: sync calls run their body as it is
     };
     let mut body = pin!(body);
     let renew = |progress: Option<Arc<str>>| async move {

@@ -47,8 +47,8 @@ struct Body<'a>(&'a Error);
 impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let error = self.0;
-        let with_differences = !error.differences.is_empty();
-        let running = error.running.as_deref();
+        let with_differences = !error.differences().is_empty();
+        let running = error.running();
         let running_fields =
             running.map_or(0, |r| 1 + usize::from(r.since_ms.is_some()) + usize::from(r.progress.is_some()));
         let mut body = serializer.serialize_struct("Error", 4 + usize::from(with_differences) + running_fields)?;
@@ -57,7 +57,7 @@ impl Serialize for Body<'_> {
         body.serialize_field("retryable", &error.retryable())?;
         body.serialize_field("suggestion", &error.suggestion)?;
         if with_differences {
-            body.serialize_field("differences", &Differences(&error.differences))?;
+            body.serialize_field("differences", &Differences(error.differences()))?;
         } else {
             body.skip_field("differences")?;
         }
@@ -166,10 +166,16 @@ impl<'de> Visitor<'de> for BodySeed {
         }
         let code = code.ok_or_else(|| de::Error::missing_field("code"))?;
         let message = message.ok_or_else(|| de::Error::missing_field("message"))?;
-        let differences = differences.unwrap_or_default().into_iter().map(|Wire(d)| d).collect();
-        let running = retry_after_ms
-            .map(|ms| Box::new(Running { retry_after: std::time::Duration::from_millis(ms), since_ms, progress }));
-        Ok(Error { code, message, suggestion, differences, running })
+        let differences: Vec<FieldDifference> = differences.unwrap_or_default().into_iter().map(|Wire(d)| d).collect();
+        let mut error = Error { code, message, suggestion, details: None };
+        if !differences.is_empty() {
+            error = error.with_differences(differences);
+        }
+        if let Some(ms) = retry_after_ms {
+            error =
+                error.with_running(Running { retry_after: std::time::Duration::from_millis(ms), since_ms, progress });
+        }
+        Ok(error)
     }
 }
 
