@@ -11,251 +11,25 @@
 //! allocation) and only looks at one atomic to learn whether the thread must be woken
 //! earlier; an async call, which may move between threads, gets a slot of its own.
 
+mod schedule;
+mod sync_calls;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::key::Key;
 use crate::store::StoreError;
 
 use super::Tool;
-
-/// The soonest a progress message is written after it is set, and the least time between
-/// two writes of one: a body that reports progress in a loop costs one write a second.
-const PROGRESS_EVERY: Duration = Duration::from_secs(1);
-
-/// The longest progress message kept, in bytes; a longer one is cut at a character
-/// boundary.
-const PROGRESS_MAX: usize = 256;
+use schedule::Schedule;
+pub(crate) use sync_calls::{RenewNow, deregister_sync, register_sync};
+use sync_calls::{ThreadCalls, progress_sync};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves its data consistent before anything can panic.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// When one running call's lease is renewed, and what progress it has to write. Kept
-/// small: a sync call's schedule is moved onto its thread's list and off again.
-struct Schedule {
-    tool: &'static Tool,
-    key: Key,
-    /// When the call started, a moment before its reservation (the call's own clock
-    /// reading, reused), so renewals come a little early, never late.
-    started: Instant,
-    /// When the next renewal is due; `None` once renewal ended (the key was lost, or
-    /// `max_hold` passed).
-    next_due: Option<Instant>,
-    /// Only a body that reports progress has one.
-    progress: Option<Box<Progress>>,
-}
-
-struct Progress {
-    message: Arc<str>,
-    /// Whether `message` is not yet written.
-    unsent: bool,
-    written_at: Option<Instant>,
-}
-
-impl Schedule {
-    fn new(tool: &'static Tool, key: Key, started: Instant) -> Schedule {
-        let next_due = Some(started + Self::every(tool));
-        Schedule { tool, key, started, next_due, progress: None }
-    }
-
-    /// A third of the lease: a renewal that fails has two more chances before the lease ends.
-    fn every(tool: &Tool) -> Duration {
-        (tool.lease / 3).max(Duration::from_millis(1))
-    }
-
-    /// If a renewal is due at `now`: the progress to write with it (`Some(None)`: nothing
-    /// new to say), and the renewal after it scheduled. Renewal ends once the call has
-    /// run for the tool's `max_hold`.
-    fn take_due(&mut self, now: Instant) -> Option<Option<Arc<str>>> {
-        if self.next_due.is_none_or(|due| due > now) {
-            return None;
-        }
-        if now.saturating_duration_since(self.started) >= self.tool.max_hold {
-            self.next_due = None;
-            tracing::warn!(
-                target: "idem", tool = self.tool.name, key = self.key.as_str(), max_hold = ?self.tool.max_hold,
-                "the body has run past the tool's max_hold: its lease is no longer renewed, so the key counts \
-                 as abandoned when the lease ends"
-            );
-            return None;
-        }
-        self.next_due = Some(now + Self::every(self.tool));
-        let unsent = self.progress.as_mut().filter(|progress| progress.unsent);
-        Some(unsent.map(|progress| {
-            progress.unsent = false;
-            Arc::clone(&progress.message)
-        }))
-    }
-
-    /// Records what a renewal came to (`sent`: the progress it wrote). Returns the next
-    /// renewal when it moved earlier (a retry after a failure).
-    fn renewed(&mut self, result: Result<(), StoreError>, sent: Option<Arc<str>>) -> Option<Instant> {
-        let now = Instant::now();
-        match result {
-            Ok(()) => {
-                if let (Some(progress), Some(_)) = (self.progress.as_mut(), sent) {
-                    progress.written_at = Some(now);
-                }
-                None
-            }
-            Err(StoreError::Fenced) => {
-                self.next_due = None;
-                tracing::error!(
-                    target: "idem", tool = self.tool.name, key = self.key.as_str(),
-                    "the running call lost its key: its lease ended and another call took it over; its result \
-                     will not be recorded"
-                );
-                None
-            }
-            Err(error) => {
-                if let (Some(progress), Some(sent)) = (self.progress.as_mut(), sent)
-                    && Arc::ptr_eq(&progress.message, &sent)
-                {
-                    progress.unsent = true;
-                }
-                tracing::warn!(
-                    target: "idem", tool = self.tool.name, key = self.key.as_str(), %error,
-                    "could not renew the running call's lease; trying again"
-                );
-                self.pull_to(now + Self::every(self.tool) / 3)
-            }
-        }
-    }
-
-    /// Keeps `message`, to be written with a renewal a second from now (or a second after
-    /// the last one written). Returns the next renewal when it moved earlier.
-    fn set_progress(&mut self, message: &str) -> Option<Instant> {
-        let mut cut = message.len().min(PROGRESS_MAX);
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let message: Arc<str> = Arc::from(&message[..cut]);
-        let progress = match &mut self.progress {
-            Some(progress) => {
-                progress.message = message;
-                progress.unsent = true;
-                progress
-            }
-            None => self.progress.insert(Box::new(Progress { message, unsent: true, written_at: None })),
-        };
-        let now = Instant::now();
-        let write_at = progress.written_at.map_or(now, |at| at.max(now)) + PROGRESS_EVERY;
-        self.pull_to(write_at)
-    }
-
-    fn pull_to(&mut self, due: Instant) -> Option<Instant> {
-        match self.next_due {
-            Some(next) if next > due => {
-                self.next_due = Some(due);
-                Some(due)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// Renews a sync tool's lease through the store it borrows (see `Blocking::hold`).
-pub(crate) trait RenewNow: Sync {
-    fn renew(&self, key: &Key, progress: Option<&str>) -> Result<(), StoreError>;
-}
-
-/// A sync call on its thread's list.
-struct SyncCall {
-    id: u64,
-    /// Points into the call's `with_blocking` frame; valid while the call is on the list,
-    /// since the frame removes it (under the list's lock) before it ends.
-    target: *const (dyn RenewNow + 'static),
-    schedule: Schedule,
-}
-
-// SAFETY: `target` is only dereferenced under the list's lock while the call is on it, and
-// `RenewNow: Sync`, so using it from the renewer thread is sound.
-unsafe impl Send for SyncCall {}
-
-/// One thread's running sync calls: a stack, since a tool's body may call another tool.
-#[derive(Default)]
-struct ThreadCalls {
-    calls: Mutex<Calls>,
-}
-
-#[derive(Default)]
-struct Calls {
-    running: Vec<SyncCall>,
-    next_id: u64,
-}
-
-impl ThreadCalls {
-    /// Renews this thread's due calls (holding the list's lock, so none can end meanwhile);
-    /// returns when the next is due.
-    fn renew_due(&self, now: Instant) -> Option<Instant> {
-        let mut calls = lock(&self.calls);
-        for call in calls.running.iter_mut() {
-            if let Some(progress) = call.schedule.take_due(now) {
-                // SAFETY: see `SyncCall::target`.
-                let result = unsafe { &*call.target }.renew(&call.schedule.key, progress.as_deref());
-                call.schedule.renewed(result, progress);
-            }
-        }
-        calls.running.iter().filter_map(|call| call.schedule.next_due).min()
-    }
-}
-
-thread_local! {
-    static THREAD_CALLS: Arc<ThreadCalls> = {
-        let calls = Arc::<ThreadCalls>::default();
-        renewer().add_thread(Arc::downgrade(&calls));
-        calls
-    };
-}
-
-/// Puts a sync call on this thread's list; `target` must stay valid until
-/// [`deregister_sync`] removes it (see [`SyncCall::target`]).
-pub(crate) fn register_sync(
-    tool: &'static Tool,
-    key: Key,
-    started: Instant,
-    target: *const (dyn RenewNow + 'static),
-) -> u64 {
-    let schedule = Schedule::new(tool, key, started);
-    let due = schedule.next_due;
-    let id = THREAD_CALLS.with(|thread| {
-        let mut calls = lock(&thread.calls);
-        let id = calls.next_id;
-        calls.next_id += 1;
-        calls.running.push(SyncCall { id, target, schedule });
-        id
-    });
-    if let Some(due) = due {
-        renewer().wake_by(due);
-    }
-    id
-}
-
-/// Takes a sync call off this thread's list; a renewal of it in flight has finished when
-/// this returns.
-pub(crate) fn deregister_sync(id: u64) {
-    // During the thread's teardown the list is gone, and so is every call on it.
-    let _ = THREAD_CALLS.try_with(|thread| {
-        let mut calls = lock(&thread.calls);
-        if let Some(at) = calls.running.iter().rposition(|call| call.id == id) {
-            calls.running.remove(at);
-        }
-    });
-}
-
-fn progress_sync(id: u64, message: &str) {
-    let pulled = THREAD_CALLS.with(|thread| {
-        let mut calls = lock(&thread.calls);
-        let call = calls.running.iter_mut().rev().find(|call| call.id == id);
-        call.and_then(|call| call.schedule.set_progress(message))
-    });
-    if let Some(due) = pulled {
-        renewer().wake_by(due);
-    }
 }
 
 /// An async call's schedule, with what it needs to be woken.
