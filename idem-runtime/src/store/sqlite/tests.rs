@@ -189,25 +189,29 @@ fn a_version_1_file_is_migrated_in_place() {
     assert!(matches!(renewed.state, RecordState::InProgress { progress: Some(ref p), .. } if p == "p"), "{renewed:?}");
 }
 
+/// The records table of schema version 2, before progress messages.
+const V2_TABLE: &str = "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
+    key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
+    created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
+    retain_until_ms INTEGER, UNIQUE (namespace, key));";
+
 /// A file of version 2 (before progress messages) opens as version 3, keeps its records
 /// byte for byte, and its in-progress record reads with no message, then takes one.
 #[test]
 fn a_version_2_file_is_migrated_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v2.db");
-    raw(&path)
-        .execute_batch(
-            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
-                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
-                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
-                 retain_until_ms INTEGER, UNIQUE (namespace, key));
-             CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
-                 WHERE retain_until_ms IS NOT NULL;
-             INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL, 5000);
-             INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15, NULL);
-             PRAGMA user_version = 2;",
-        )
-        .unwrap();
+    let conn = raw(&path);
+    conn.execute_batch(V2_TABLE).unwrap();
+    conn.execute_batch(
+        "CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
+             WHERE retain_until_ms IS NOT NULL;
+         INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL, 5000);
+         INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15, NULL);
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
     let store = SqliteStore::open(&path).unwrap();
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, 3);
@@ -248,16 +252,10 @@ fn a_version_2_file_is_migrated_in_place() {
 fn concurrent_opens_of_a_version_2_file_migrate_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v2-race.db");
-    raw(&path)
-        .execute_batch(
-            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
-                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
-                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
-                 retain_until_ms INTEGER, UNIQUE (namespace, key));
-             PRAGMA journal_mode = WAL;
-             PRAGMA user_version = 2;",
-        )
-        .unwrap();
+    let conn = raw(&path);
+    conn.execute_batch(V2_TABLE).unwrap();
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA user_version = 2;").unwrap();
+    drop(conn);
     let barrier = Barrier::new(6);
     std::thread::scope(|scope| {
         for _ in 0..6 {
