@@ -1,7 +1,7 @@
 //! Decisions on what a store said, as plain functions: what a reservation attempt means
 //! for a call, and the errors the caller is told.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::compare::differences;
 use crate::error::{Error, ErrorCode, Running};
@@ -96,7 +96,7 @@ pub(crate) fn in_progress(tool: &Tool, key: &Key, running: Running) -> Error {
 /// A running call as a repeat sees it, from its record: started at `since_ms`, its lease
 /// ending at `lease_until_ms` (both by the store's clock), with the poll hint.
 pub(crate) fn running(tool: &Tool, since_ms: i64, lease_until_ms: i64, progress: Option<String>) -> Running {
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let now_ms = crate::store::now_ms();
     let ms = |ms: i64| Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     let retry_after = retry_after(ms(now_ms - since_ms), tool.lease, Some(ms(lease_until_ms - now_ms)));
     Running { retry_after, since_ms: Some(since_ms), progress }

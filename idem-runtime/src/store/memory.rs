@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use super::{
     Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
+    now_ms,
 };
 use crate::testing::conformance::PlantRecord;
 
@@ -85,12 +86,6 @@ impl MemoryStore {
     fn lock(&self) -> MutexGuard<'_, Records> {
         self.records.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Milliseconds since the Unix epoch by this process's clock (a clock before 1970 reads 0).
-fn now_ms() -> i64 {
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    duration_ms(since_epoch)
 }
 
 impl Entry {

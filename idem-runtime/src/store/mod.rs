@@ -46,6 +46,13 @@ pub(crate) fn duration_ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).map_or(i64::MAX / 4, |ms| ms.min(i64::MAX / 4))
 }
 
+/// Milliseconds since the Unix epoch by this process's clock (a clock before 1970 reads 0):
+/// the memory store's clock, and what a caller compares a store's times with.
+pub(crate) fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    duration_ms(since_epoch)
+}
+
 /// Which record: the tool's namespace and the derived key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecordId<'a> {
