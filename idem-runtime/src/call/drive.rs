@@ -64,7 +64,10 @@ where
     let held = store.hold(tool, &key, token, started);
     let current = Current { key: Some(key.clone()), slot: Some(held.call_ref()) };
     let body = Scoped::new(body, current);
-    let output = if S::RENEWS_ON_TASK { renewing(store, &held, id, token, tool, body).await } else { body.await };
+    let output = match held.slot() {
+        Some(slot) => renewing(store, slot, id, token, tool.lease, body).await,
+        None => body.await,
+    };
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);
     abandon.disarm();

@@ -8,7 +8,6 @@ use crate::key::Key;
 use crate::store::{AsyncStore, Completion, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 use super::Tool;
-use super::hold::hold_async;
 pub(crate) use super::hold::{Blocking, with_blocking};
 use super::renewer::Registration;
 
@@ -26,9 +25,6 @@ pub(crate) trait Driven {
     /// Registers the running call held by `token` with the renewer, until the returned
     /// registration is dropped.
     fn hold(&self, tool: &'static Tool, key: &Key, token: Token, started: std::time::Instant) -> Registration<'_>;
-    /// Whether the call's task must run its renewals beside the body (an async store),
-    /// rather than the renewer thread (a sync one).
-    const RENEWS_ON_TASK: bool;
     fn complete<'a>(
         &'a self,
         id: RecordId<'a>,
@@ -57,9 +53,8 @@ pub(crate) struct Async<'s, S: ?Sized> {
 /// the store's method returned (`$returned`) into the future; `$hold` registers a running
 /// call.
 macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr, $on_task:expr) => {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr) => {
         impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
-            const RENEWS_ON_TASK: bool = $on_task;
             fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
                 let $returned = $store::renew(self.store, renewal);
                 $wrap
@@ -120,15 +115,13 @@ macro_rules! driven {
     };
 }
 
-// A sync call's body runs as it is: the renewer thread renews it.
-driven!(
-    Blocking,
-    Store,
-    |result| ready(result),
-    |this, tool, key, token, started| this.hold(tool, key, token, started),
-    false
-);
-driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token, started| hold_async(tool, key, started), true);
+// A sync call lends its store to the renewer thread; an async call renews on its own task.
+driven!(Blocking, Store, |result| ready(result), |this, tool, key, token, started| {
+    this.hold(tool, key, token, started)
+});
+driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token, started| {
+    Registration::new_async(tool, key.clone(), started)
+});
 
 /// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
 /// takes the future pinned where it was made, so the large state machine is not moved.

@@ -14,7 +14,7 @@ use crate::store::{RecordId, Renew, Store, StoreError, Token};
 
 use super::Tool;
 use super::driven::Driven;
-use super::renewer::{CallRef, Registered, Registration, RenewNow, register_sync};
+use super::renewer::{CallRef, Registered, Registration, RenewNow, Slot, register_sync};
 
 /// A sync store lent to the renewer thread for the call of one [`with_blocking`] scope.
 pub(crate) struct Blocking<'s, S: ?Sized> {
@@ -75,29 +75,20 @@ impl<'s, S: Store + ?Sized> Blocking<'s, S> {
     }
 }
 
-/// Registers an async call, which renews its own lease when the renewer wakes it.
-pub(super) fn hold_async(tool: &'static Tool, key: &Key, started: Instant) -> Registration<'static> {
-    Registration::new_async(tool, key.clone(), started)
-}
-
-/// Polls `body` to its end, running each renewal the renewer asks for on this task beside
-/// it. A sync tool's body is ready at its first poll, so it never gets here twice.
+/// Polls an async call's `body` to its end, running each renewal the renewer asks for
+/// (through `slot`) on this task beside it.
 pub(super) async fn renewing<S, B>(
     store: &S,
-    held: &Registration<'_>,
+    slot: &Slot,
     id: RecordId<'_>,
     token: Token,
-    tool: &Tool,
+    lease: std::time::Duration,
     body: B,
 ) -> B::Output
 where
     S: Driven,
     B: Future,
 {
-    let lease = tool.lease;
-    let Some(slot) = held.slot() else {
-        return body.await; // not reached: sync calls run their body as it is
-    };
     let mut body = pin!(body);
     let renew = |progress: Option<Arc<str>>| async move {
         let result = store.renew(Renew { id, token, lease, progress: progress.as_deref() }).await;

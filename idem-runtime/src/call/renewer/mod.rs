@@ -42,7 +42,6 @@ struct SlotState {
     /// A renewal is due and the call has not started it yet.
     due: Option<Option<Arc<str>>>,
     waker: Option<Waker>,
-    ended: bool,
 }
 
 impl Slot {
@@ -50,9 +49,6 @@ impl Slot {
     fn wake_if_due(&self, now: Instant) -> Option<Instant> {
         let waker = {
             let mut state = lock(&self.state);
-            if state.ended {
-                return None;
-            }
             if let Some(progress) = state.schedule.take_due(now) {
                 state.due = Some(progress);
             }
@@ -136,7 +132,7 @@ impl Registration<'_> {
     pub(crate) fn new_async(tool: &'static Tool, key: Key, started: Instant) -> Registration<'static> {
         let schedule = Schedule::new(tool, key, started);
         let due = schedule.next_due;
-        let slot = Arc::new(Slot { state: Mutex::new(SlotState { schedule, due: None, waker: None, ended: false }) });
+        let slot = Arc::new(Slot { state: Mutex::new(SlotState { schedule, due: None, waker: None }) });
         let index = renewer().add_slot(&slot, due);
         Registration::Async { slot, index }
     }
@@ -148,7 +144,8 @@ impl Registration<'_> {
         }
     }
 
-    /// The async call's slot, which a sync registration does not have.
+    /// An async call's slot, which its task polls beside the body; a sync call has none:
+    /// the renewer thread renews it.
     pub(crate) fn slot(&self) -> Option<&Slot> {
         match self {
             Registration::Sync { .. } => None,
@@ -162,7 +159,9 @@ impl Drop for Registration<'_> {
         match self {
             Registration::Sync { registered, .. } => registered.end(),
             Registration::Async { slot, index } => {
-                lock(&slot.state).ended = true;
+                // The renewer may still hold the slot from its last look: with no renewal
+                // due, it neither marks one nor wakes the call.
+                lock(&slot.state).schedule.next_due = None;
                 renewer().remove_slot(*index);
             }
         }
@@ -308,10 +307,7 @@ impl Renewer {
                         .min();
                     drop((slots, threads));
                     registry = lock(&self.registry);
-                    let plan = match (next, registry.wake_at) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
+                    let plan = next.into_iter().chain(registry.wake_at).min();
                     registry.wake_at = plan;
                     self.planned.store(plan.map_or(UNPLANNED, |at| self.nanos(at)), Ordering::SeqCst);
                 }
