@@ -181,7 +181,8 @@ async fn repeats_replay_and_conflicts_are_tool_errors_the_model_can_act_on() {
     let error = &structured(&conflict)["error"];
     assert_eq!(error["code"], "CONFLICT");
     assert_eq!(error["retryable"], false);
-    assert!(error["message"].as_str().unwrap().contains("req.amount was 120.0, now 150.0"), "{error}");
+    assert!(error["message"].as_str().unwrap().contains("amount was 120.0, now 150.0"), "{error}");
+    assert!(!error["message"].as_str().unwrap().contains("req."), "the model's names, not Rust's: {error}");
     assert!(error["suggestion"].as_str().unwrap().contains("ask the user"), "{error}");
     assert!(conflict.content[0].as_text().unwrap().text.contains("CONFLICT"));
 
@@ -246,5 +247,33 @@ async fn a_repeat_while_the_first_call_runs_is_told_to_check_the_status_tool() {
     assert_eq!(first.is_error, Some(false));
     assert_eq!(structured(&first)["rows"], 3);
     assert_eq!(billing.exports.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+/// Before fields were named as the model sends them, the record of `compare = [req.amount]`
+/// stored `{"req.amount": 120.0}`. After an upgrade such a record still matches a repeat
+/// with the same amount, and a different amount is a CONFLICT naming `amount`.
+#[tokio::test]
+async fn records_written_under_rust_field_names_keep_matching() {
+    use idem::store::{Completion, Reservation, Reserve, Store};
+    let billing = Billing::new();
+    let request = SendInvoice { customer: "acme".into(), period: "2026-10".into(), amount: 120.0, memo: String::new() };
+    let id = Billing::send_invoice_record_id(Parameters(request)).unwrap();
+    let reserve = Reserve { id: id.as_record_id(), request: r#"{"req.amount":120.0}"#, lease: Duration::from_secs(30) };
+    let Reservation::Acquired { token } = billing.store.reserve(reserve).unwrap() else { panic!("a fresh store") };
+    let result = serde_json::to_string(&CallToolResult::structured(json!({"invoice": "inv_old"}))).unwrap();
+    let completion = Completion::Success(&result);
+    billing.store.complete(id.as_record_id(), token, completion, Duration::from_secs(3600)).unwrap();
+
+    let client = connect(billing.clone()).await;
+    let args = json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": "October support"});
+    let replay = call(&client, "send_invoice", args).await;
+    assert_eq!(replay.is_error, Some(false), "{replay:?}");
+    assert_eq!(structured(&replay)["invoice"], "inv_old");
+    let changed = json!({"customer": "acme", "period": "2026-10", "amount": 150.0, "memo": "October support"});
+    let conflict = call(&client, "send_invoice", changed).await;
+    let message = structured(&conflict)["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("amount was 120.0, now 150.0") && !message.contains("req."), "{message}");
+    assert_eq!(billing.invoices.load(Ordering::SeqCst), 0, "the old record's invoice is the only one");
     client.cancel().await.unwrap();
 }

@@ -168,11 +168,14 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
     let segments = plan.pieces.iter().map(|piece| match piece {
         Piece::Literal(text) => quote!(#krate::__private::Segment::Literal(#text)),
         Piece::Placeholder(p) => {
-            let (path, normalize, hash) = (p.path_text(), !p.exact, p.hash);
+            let normalize = !p.exact;
+            let hash = p.hash;
+            let path = plan.key_fields.iter().find(|k| k.placeholder.path == p.path).map_or_else(|| p.path_text(), |k| k.model_name.clone());
             quote!(#krate::__private::Segment::Field(#path, #krate::__private::FieldMode { normalize: #normalize, hash: #hash }))
         }
     });
-    let compare = plan.compare.iter().map(|field| field.text());
+    let compare = &plan.compare_names;
+    let compare_written = plan.compare.iter().map(|field| field.text());
     let lease = match plan.lease_ms {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(#krate::__private::DEFAULT_LEASE),
@@ -193,6 +196,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             site: ::core::concat!(::core::file!(), ":", ::core::line!(), ":", ::core::column!()),
             template: &[#(#segments),*],
             compare: &[#(#compare),*],
+            compare_written: &[#(#compare_written),*],
             status_fn: #status_fn,
             lease: #lease,
             max_hold: #max_hold,

@@ -16,7 +16,11 @@ pub struct Plan {
     pub pieces: Vec<Piece>,
     /// One per placeholder, in template order: the binding it starts from.
     pub key_fields: Vec<KeyField>,
+    /// Sorted by their model names.
     pub compare: Vec<FieldPath>,
+    /// What the model calls each compared field (`amount` for `req.amount` under
+    /// `Parameters(req)`), in `compare`'s order: the names records and messages use.
+    pub compare_names: Vec<String>,
     pub store: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease_ms: Option<u64>,
@@ -37,6 +41,8 @@ pub struct KeyField {
     pub placeholder: Placeholder,
     /// The binding, spanned where the user declared it.
     pub root: Ident,
+    /// What the model calls the field, for messages.
+    pub model_name: String,
 }
 
 pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
@@ -103,7 +109,8 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         if !status_inputs.contains(&binding.arg) {
             status_inputs.push(binding.arg);
         }
-        key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone() });
+        let model_name = params::model_name(&bindings, &placeholder.path);
+        key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone(), model_name });
     }
     let mut key_inputs = status_inputs.clone();
     key_inputs.sort_unstable();
@@ -112,10 +119,12 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     }
     status_inputs.sort_unstable();
     let compare = check_compare(args.compare, &key_fields, &bindings, &no_such, errors);
+    let (compare, compare_names) = model_named(compare, &bindings);
     errors.is_empty().then_some(Plan {
         pieces,
         key_fields,
         compare,
+        compare_names,
         store: args.store,
         namespace: args.namespace,
         lease_ms: args.lease.map(|(ms, _)| ms),
@@ -280,6 +289,22 @@ fn check_compare(
     }
     kept.sort_by_key(FieldPath::text);
     kept
+}
+
+/// The compared fields with the names the model knows them by, sorted by those names (the
+/// order the runtime writes them in). Two fields the model would know by one name keep
+/// their Rust names: a record must never mix them up.
+fn model_named(compare: Vec<FieldPath>, bindings: &[Binding]) -> (Vec<FieldPath>, Vec<String>) {
+    let path = |field: &FieldPath| field.segments.iter().map(Ident::to_string).collect::<Vec<_>>();
+    let mut named: Vec<(String, FieldPath)> =
+        compare.into_iter().map(|field| (params::model_name(bindings, &path(&field)), field)).collect();
+    let mut names: Vec<&String> = named.iter().map(|(name, _)| name).collect();
+    names.sort();
+    if names.windows(2).any(|pair| pair[0] == pair[1]) {
+        named.iter_mut().for_each(|(name, field)| *name = field.text());
+    }
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.into_iter().map(|(name, field)| (field, name)).unzip()
 }
 
 /// The start of an "unknown name" message: names bound inside parameter patterns count too.

@@ -1,10 +1,12 @@
 //! Compared fields: the request's values that must be equal on a repeat.
 //!
 //! They are stored with the reservation as canonical JSON: an object whose keys are the
-//! field names as written in `compare = [...]`, sorted, with every nested object's keys
-//! sorted too, so that map order never matters while `"1"` vs `1` and `[1,2]` vs `[2,1]`
-//! always do. This format is pinned: a process of a later idem version compares equal
-//! with records an earlier one wrote.
+//! fields' names as the model sends them (`amount`, also for `compare = [req.amount]` under
+//! rmcp's `Parameters(req)`), sorted, with every nested object's keys sorted too, so that
+//! map order never matters while `"1"` vs `1` and `[1,2]` vs `[2,1]` always do. This format
+//! is pinned: a process of a later idem version compares equal with records an earlier one
+//! wrote, including records that named the fields as written in `compare = [...]`
+//! (`req.amount`), which [`renamed`] reads under the new names.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -149,6 +151,21 @@ pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
         .collect()
 }
 
+/// A stored request with its fields renamed from `from` to `to` (parallel lists), in the
+/// canonical form: how a record written under the Rust names of the fields (`req.amount`)
+/// reads under the names the model knows (`amount`). `None` when it names none of them.
+pub fn renamed(stored: &str, from: &[&str], to: &[&str]) -> Option<String> {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(stored) else { return None };
+    if !fields.keys().any(|name| from.contains(&name.as_str())) {
+        return None;
+    }
+    let fields = fields.into_iter().map(|(name, value)| match from.iter().position(|old| *old == name) {
+        Some(i) => (to[i].to_owned(), value),
+        None => (name, value),
+    });
+    Some(canonical(&Value::Object(fields.collect())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +231,16 @@ mod tests {
         let added = differences(r#"{"amount":1}"#, r#"{"amount":1,"currency":"EUR"}"#);
         assert_eq!((&added[0].stored, added[0].stored_text.as_str()), (&Value::Null, "(absent)"));
         assert_eq!((&added[0].requested, added[0].requested_text.as_str()), (&json!("EUR"), "\"EUR\""));
+    }
+
+    #[test]
+    fn records_under_rust_names_read_under_model_names() {
+        let old = request(&["req.amount", "req.currency"], &[json!(120.0), json!("EUR")]);
+        let new = request(&["amount", "currency"], &[json!(120.0), json!("EUR")]);
+        let from = ["req.amount", "req.currency"];
+        assert_eq!(renamed(&old, &from, &["amount", "currency"]).as_deref(), Some(new.as_str()));
+        assert_eq!(renamed(&new, &from, &["amount", "currency"]), None, "nothing to rename");
+        assert_eq!(renamed("not json", &from, &["amount", "currency"]), None);
     }
 
     #[test]

@@ -89,7 +89,9 @@ impl fmt::Display for ErrorCode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FieldDifference {
-    /// The field as written in `compare = [...]`, e.g. `amount` or `req.amount`.
+    /// The field by the name the model sends it under: `amount` for `compare = [amount]`,
+    /// and also for `compare = [req.amount]` where rmcp's `Parameters(req)` binds the
+    /// tool's arguments; `req.amount` where `req` is itself an argument.
     pub field: String,
     /// The value the first call stored.
     pub stored: serde_json::Value,

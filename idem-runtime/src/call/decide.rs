@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::compare::differences;
+use crate::compare::{differences, renamed};
 use crate::error::{Error, ErrorCode, Running};
 use crate::key::Key;
 use crate::observe::Outcome;
@@ -48,7 +48,14 @@ pub(crate) fn decide(
             return Step::Answer(outcome, Answer::Error(error));
         }
     };
-    let differing = differences(&record.request, request);
+    let differing = match differences(&record.request, request) {
+        differing if differing.is_empty() || tool.compare == tool.compare_written => differing,
+        // A record written under the names as written (`req.amount`) by an earlier version.
+        differing => match renamed(&record.request, tool.compare_written, tool.compare) {
+            Some(stored) => differences(&stored, request),
+            None => differing,
+        },
+    };
     if !differing.is_empty() {
         let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
         for (i, d) in differing.iter().enumerate() {
@@ -215,6 +222,7 @@ mod tests {
             Segment::Field("customer", FieldMode { normalize: true, hash: false }),
         ],
         compare: &["amount", "currency"],
+        compare_written: &["amount", "currency"],
         status_fn: "send_invoice_status",
         lease: std::time::Duration::from_secs(60),
         max_hold: std::time::Duration::from_secs(3600),

@@ -52,8 +52,13 @@ pub struct Tool {
     pub site: &'static str,
     /// The parsed key template.
     pub template: &'static [Segment],
-    /// The compared fields, as written, sorted.
+    /// The compared fields by the names the model sends them under (`amount` for
+    /// `req.amount` when `Parameters(req)` binds the arguments), sorted: the names in
+    /// stored requests and in CONFLICT messages.
     pub compare: &'static [&'static str],
+    /// The same fields as written in `compare = [...]`, in the same order: the names
+    /// records written before idem 0.1 used, still matched on a repeat.
+    pub compare_written: &'static [&'static str],
     /// The generated status function's name, named in suggestions.
     pub status_fn: &'static str,
     /// How long a reservation holds without a renewal before an unfinished call counts

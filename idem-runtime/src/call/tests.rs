@@ -54,6 +54,7 @@ pub(crate) static SENSOR: Tool = Tool {
     site: "call/tests.rs",
     template: &[Segment::Literal("reading:"), Segment::Field("sensor", FieldMode { normalize: true, hash: false })],
     compare: &[],
+    compare_written: &[],
     status_fn: "record_reading_status",
     lease: std::time::Duration::from_secs(60),
     max_hold: std::time::Duration::from_secs(3600),
