@@ -193,4 +193,8 @@ pub use idem_macros::idempotent;
 /// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only
 /// tools; goes above `#[tool_router]`. See [agent frameworks](crate#agent-frameworks).
 pub use idem_macros::status_tools;
+/// Serves MCP Tasks (SEP-2663) for an rmcp server's `#[idempotent]` tools, keyed by the
+/// business action and read from the store; goes below `#[tool_handler]`. See
+/// [MCP Tasks](crate#mcp-tasks).
+pub use idem_macros::tasks;
 pub use idem_runtime::*;

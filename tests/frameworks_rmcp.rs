@@ -277,3 +277,6 @@ async fn records_written_under_rust_field_names_keep_matching() {
     assert_eq!(billing.invoices.load(Ordering::SeqCst), 0, "the old record's invoice is the only one");
     client.cancel().await.unwrap();
 }
+
+#[path = "frameworks_rmcp/tasks.rs"]
+mod tasks;

@@ -87,7 +87,9 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let block = &item.block;
     let (hook, policy) = (hook(plan, is_async), policy(plan, &ret));
     let at_ret = krate_at(plan, ret.span());
-    let run = match (is_async, plan.timeout_ms) {
+    // An rmcp tool's timeout is the `tools/call`'s, applied by `#[idem::tasks]` (see `Tool::timeout`).
+    let own_timeout = plan.timeout_ms.filter(|_| !serves_tasks(item));
+    let run = match (is_async, own_timeout) {
         (true, Some(ms)) => quote_spanned!(ret.span()=>
             #at_ret::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
                 ::core::time::Duration::from_millis(#ms)).await
@@ -107,6 +109,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
+    let task_state = serves_tasks(item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -119,6 +122,39 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #status
 
         #record_id
+
+        #task_state
+    }
+}
+
+/// `__idem_<tool>_task` (async rmcp tools): `tasks/get` for a task of this tool's, `None`
+/// for a task another tool recorded. `#[idem::status_tools]` asks each tool in turn.
+fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, store: &TokenStream) -> TokenStream {
+    let krate = &plan.krate;
+    let sig = &item.sig;
+    let name = format_ident!("__idem_{}_task", sig.ident);
+    let task = Ident::new("__idem_task", Span::mixed_site());
+    let receiver = sig.receiver().map(|receiver| {
+        let mut receiver = receiver.clone();
+        receiver.attrs.clear();
+        quote!(#receiver,)
+    });
+    let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+    quote! {
+        #[doc(hidden)]
+        #[allow(clippy::type_complexity)]
+        async fn #name #generics (#receiver #task: &#krate::__private::rmcp::tasks::TaskRecord)
+            -> ::core::option::Option<#krate::__private::rmcp::tasks::TaskAnswer>
+            #where_clause
+        {
+            #tool
+            if #task.namespace != __IDEM_TOOL.namespace {
+                return ::core::option::Option::None;
+            }
+            ::core::option::Option::Some(
+                #krate::__private::rmcp::tasks::task_state::<#ret, _>(&__IDEM_TOOL, #store, &#task.key).await,
+            )
+        }
     }
 }
 
@@ -188,6 +224,11 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(#krate::__private::DEFAULT_RETAIN),
     };
+    let serves_tasks = serves_tasks(item);
+    let timeout = match plan.timeout_ms.filter(|_| serves_tasks) {
+        Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
@@ -201,10 +242,18 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             lease: #lease,
             max_hold: #max_hold,
             retain: #retain,
+            serves_tasks: #serves_tasks,
+            timeout: #timeout,
             counters: #krate::__private::Counters::new(),
             claim: #krate::__private::Claim::new(),
         };
     }
+}
+
+/// Whether the tool's calls may answer with an MCP task: async rmcp tools, whose task
+/// state `#[idem::status_tools]` serves.
+fn serves_tasks(item: &ItemFn) -> bool {
+    item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
 }
 
 /// One `key_part(&value)` per placeholder, spanned at the binding so that a type that

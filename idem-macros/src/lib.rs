@@ -9,6 +9,7 @@ mod frameworks;
 mod params;
 mod rules;
 mod status_tools;
+mod tasks;
 mod template;
 #[cfg(test)]
 mod template_props;
@@ -54,6 +55,18 @@ pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn status_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item2: proc_macro2::TokenStream = item.into();
     match status_tools::status_tools(attr.into(), item2.clone()) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => with_errors(item2, error),
+    }
+}
+
+/// Serves MCP Tasks for an rmcp server's `#[idempotent]` tools: tasks keyed by the business
+/// action, read from the store. Goes below rmcp's `#[tool_handler]` on the `ServerHandler`
+/// impl. See the `idem` crate's documentation.
+#[proc_macro_attribute]
+pub fn tasks(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: proc_macro2::TokenStream = item.into();
+    match tasks::tasks(attr.into(), item2.clone()) {
         Ok(tokens) => tokens.into(),
         Err(error) => with_errors(item2, error),
     }

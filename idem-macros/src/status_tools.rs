@@ -72,8 +72,9 @@ pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
             "#[idem::status_tools] found no method with #[idempotent(...)] above #[tool] in this impl block, so it has no status function to serve; put #[idempotent(...)] on the line above a tool's #[tool]",
         ));
     }
+    let serves_tasks = crate::tasks::serves_tasks_impl(&item_impl);
     item_impl.items.extend(added);
-    Ok(quote!(#item_impl))
+    Ok(quote!(#item_impl #serves_tasks))
 }
 
 /// Below `#[tool_router]`, the router is already built: its function is in the impl and
@@ -111,7 +112,9 @@ fn status_tool(method: &ImplItemFn) -> Option<ImplItem> {
         return None;
     }
     let (vis, sig, block) = (&method.vis, &method.sig, &method.block);
-    let function: ItemFn = syn::parse2(quote!(#vis #sig #block)).ok()?;
+    // With the tool's attributes: validation treats an rmcp tool as one (its `timeout`).
+    let tool_attr = &method.attrs[tool];
+    let function: ItemFn = syn::parse2(quote!(#tool_attr #vis #sig #block)).ok()?;
     let tokens = match &method.attrs[idempotent].meta {
         syn::Meta::List(list) => list.tokens.clone(),
         _ => TokenStream::new(),

@@ -192,6 +192,11 @@ fn check_timeout(item: &ItemFn, span: Span, errors: &mut Errors) {
     }
     for input in &sig.inputs {
         let borrowed = match input {
+            // An rmcp tool's `timeout` is applied by `#[idem::tasks]`, which runs the whole
+            // `tools/call` on a clone of the server.
+            syn::FnArg::Receiver(_) if crate::frameworks::detect(&item.attrs) == crate::frameworks::Framework::Rmcp => {
+                None
+            }
             syn::FnArg::Receiver(receiver) => {
                 matches!(receiver.kind, syn::ReceiverKind::Reference(..)).then(|| "`self`".to_owned())
             }

@@ -142,6 +142,12 @@ pub struct Key {
 }
 
 impl Key {
+    /// A key read back from where it was stored (a task id), to name in messages.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn stored(text: &str) -> Key {
+        Key { text: Arc::from(text), lead: 0 }
+    }
+
     /// The key text.
     pub fn as_str(&self) -> &str {
         &self.text

@@ -25,7 +25,9 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-pub use call::{Abandoned, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, Reconciled, current_key, progress};
+pub use call::{
+    Abandoned, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, Reconciled, cancel_requested, current_key, progress,
+};
 pub use default_store::{
     DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, default_store_path, set_default_store_path,
 };

@@ -227,6 +227,8 @@ mod tests {
         lease: std::time::Duration::from_secs(60),
         max_hold: std::time::Duration::from_secs(3600),
         retain: std::time::Duration::from_secs(60),
+        serves_tasks: false,
+        timeout: None,
         counters: Counters::new(),
         claim: crate::call::Claim::new(),
     };

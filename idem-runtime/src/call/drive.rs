@@ -60,9 +60,15 @@ where
             }
         }
     };
+    if tool.serves_tasks
+        && let Some(timeout) = tool.timeout
+    {
+        crate::frameworks::body_started(tool, &key, started, timeout);
+    }
     let abandon = Abandon::arm(tool, &key);
     let held = store.hold(tool, &key, token, started);
-    let current = Current { key: Some(key.clone()), slot: Some(held.call_ref()) };
+    super::cancel::forget(tool.namespace, key.as_str());
+    let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
     let body = Scoped::new(body, current);
     let output = match held.slot() {
         Some(slot) => renewing(store, slot, id, token, tool.lease, body).await,
@@ -155,7 +161,14 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
     policy: &P,
 ) -> Ran<O> {
     let (outcome, output) = match answer {
-        Answer::Error(error) => (outcome, O::from_error(error)),
+        Answer::Error(error) => {
+            if outcome == Outcome::InProgress
+                && let Some(running) = error.running()
+            {
+                crate::frameworks::offer_task(tool, &key, running);
+            }
+            (outcome, O::from_error(error))
+        }
         Answer::Replay(stored) => match replay_value::<O::Value>(&stored) {
             Ok(value) => (outcome, O::from_value(value)),
             Err(error) => (Outcome::Unreadable, O::from_error(unreadable(tool, &key, "result", &error))),

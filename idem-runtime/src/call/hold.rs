@@ -115,10 +115,11 @@ where
     .await
 }
 
-thread_local!(static CURRENT: std::cell::RefCell<Current> = const { std::cell::RefCell::new(Current { key: None, slot: None }) });
+thread_local!(static CURRENT: std::cell::RefCell<Current> = const { std::cell::RefCell::new(Current { namespace: "", key: None, slot: None }) });
 
-/// What a running body can see of its call: its key, and its slot for [`progress`].
+/// What a running body can see of its call: its record, and its slot for [`progress`].
 pub(super) struct Current {
+    pub(super) namespace: &'static str,
     pub(super) key: Option<Key>,
     pub(super) slot: Option<CallRef>,
 }
@@ -126,7 +127,7 @@ pub(super) struct Current {
 impl Scope for Current {
     type Saved = Current;
     fn enter(&mut self) -> Current {
-        let mine = Current { key: self.key.take(), slot: self.slot.take() };
+        let mine = Current { namespace: self.namespace, key: self.key.take(), slot: self.slot.take() };
         CURRENT.with(|current| current.replace(mine))
     }
     fn exit(&mut self, saved: Current) {
@@ -136,6 +137,14 @@ impl Scope for Current {
 
 pub(super) fn current_key() -> Option<Key> {
     CURRENT.with(|current| current.borrow().key.clone())
+}
+
+/// The namespace and key of the call whose body runs here.
+pub(super) fn current_call() -> Option<(&'static str, Key)> {
+    CURRENT.with(|current| {
+        let current = current.borrow();
+        current.key.clone().map(|key| (current.namespace, key))
+    })
 }
 
 /// Reports how far the running body got, e.g. `idem::progress("rendering the PDF")`: the

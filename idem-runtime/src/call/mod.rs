@@ -4,6 +4,7 @@
 //! [`drive`](drive::drive) makes every decision once; the entry points here only differ in
 //! how they reach the store and whether the caller waits.
 
+pub(crate) mod cancel;
 mod decide;
 mod drive;
 mod driven;
@@ -26,6 +27,9 @@ use crate::observe::record;
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
+pub use cancel::cancel_requested;
+#[cfg(feature = "rmcp")]
+pub(crate) use decide::{retry_after, unknown as unknown_outcome};
 pub(crate) use decide::{running, store_failed};
 use drive::{Async, drive, ready_now, with_blocking};
 pub use hold::progress;
@@ -35,6 +39,8 @@ pub use hooks::{
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
 pub use timeout::run_async_timeout;
+#[cfg(feature = "tokio")]
+pub(crate) use timeout::timed_out;
 
 /// What the macro knows about one tool at compile time.
 #[doc(hidden)]
@@ -68,6 +74,13 @@ pub struct Tool {
     pub max_hold: Duration,
     /// How long a settled record is kept before [`Store::purge`] may remove it.
     pub retain: Duration,
+    /// Whether a call may answer with an MCP task (an async rmcp tool): its server's
+    /// `tasks/get` can read its record.
+    pub serves_tasks: bool,
+    /// `timeout = ...` of an rmcp tool, which `#[idem::tasks]` applies to the `tools/call`
+    /// (the body runs on as the call's own tokio task); other tools apply theirs in
+    /// [`run_async_timeout`].
+    pub timeout: Option<Duration>,
     /// How often calls ended in each outcome.
     pub counters: Counters,
     /// Whether this tool may use its namespace, once checked.
@@ -153,4 +166,11 @@ where
 /// keys with [`Key::step`]. `None` outside a body.
 pub fn current_key() -> Option<Key> {
     hold::current_key()
+}
+
+/// Whether an idempotent tool's body runs here: a call made inside one never answers for
+/// the outer call with a task.
+#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+pub(crate) fn in_body() -> bool {
+    hold::current_call().is_some()
 }

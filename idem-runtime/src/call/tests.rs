@@ -59,6 +59,8 @@ pub(crate) static SENSOR: Tool = Tool {
     lease: std::time::Duration::from_secs(60),
     max_hold: std::time::Duration::from_secs(3600),
     retain: std::time::Duration::from_secs(60),
+    serves_tasks: false,
+    timeout: None,
     counters: Counters::new(),
     claim: super::Claim::new(),
 };

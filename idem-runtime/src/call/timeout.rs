@@ -65,7 +65,7 @@ where
 }
 
 #[cfg(feature = "tokio")]
-fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) -> Error {
+pub(crate) fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) -> Error {
     let key = key.map_or_else(String::new, |key| format!(" for {key}"));
     let retry_after = super::decide::retry_after(after, tool.lease, None);
     let wait = super::decide::wait_text(retry_after);

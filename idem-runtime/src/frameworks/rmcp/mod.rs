@@ -5,6 +5,8 @@
 //! and the model never sees. So every idem answer that is not a result (IN_PROGRESS,
 //! CONFLICT, ...) becomes `Ok(CallToolResult::structured_error({"error": {...}}))`.
 
+pub mod tasks;
+
 use std::any::Any;
 
 use rmcp::ErrorData;

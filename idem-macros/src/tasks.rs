@@ -1,0 +1,255 @@
+//! MCP Tasks for rmcp servers: `#[idem::tasks]` on the `ServerHandler` impl, and the
+//! `ServesTasks` impl `#[idem::status_tools]` adds for the tools it sees.
+//!
+//! `#[idem::tasks]` goes BELOW `#[tool_handler]`, so it sees the `call_tool` and `get_info`
+//! that `#[tool_handler]` generated (or the user wrote). Input:
+//!
+//! ```text
+//! #[tool_handler]   // already expanded
+//! #[idem::tasks]
+//! impl ServerHandler for Billing {
+//!     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>)
+//!         -> Result<CallToolResponse, ErrorData> { BODY }
+//!     fn get_info(&self) -> ServerConfig { INFO }
+//! }
+//! ```
+//!
+//! Output:
+//!
+//! ```text
+//! impl ServerHandler for Billing {
+//!     async fn call_tool(&self, request: ..., context: ...) -> Result<CallToolResponse, ErrorData> {
+//!         let __idem_offered = ::idem::__private::rmcp::tasks::offered(&context);
+//!         let __idem_server = ::idem::__private::rmcp::tasks::owned_server(self); // a clone
+//!         ::idem::__private::rmcp::tasks::serve_call(__idem_offered,
+//!             async move { __idem_server.__idem_call_tool(request, context).await }).await
+//!     }
+//!     fn get_info(&self) -> ServerConfig {
+//!         let mut __idem_info = (move || -> ServerConfig { INFO })();
+//!         ::idem::__private::rmcp::tasks::advertise(&mut __idem_info);
+//!         __idem_info
+//!     }
+//!     async fn get_task(&self, request: GetTaskParams, _: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+//!         let task = TaskRecord::parse(&request.task_id)?;
+//!         match ServesTasks::task_state(self, &task).await { Some(answer) => answer, None => Err(unknown_task(&task)) }
+//!     }
+//!     async fn cancel_task(&self, request: CancelTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+//!         let task = TaskRecord::parse(&request.task_id)?;
+//!         ... // an unknown task is an error, else cancel_task(&task)
+//!     }
+//! }
+//!
+//! impl Billing {
+//!     async fn __idem_call_tool(&self, request: ..., context: ...) -> Result<CallToolResponse, ErrorData> { BODY }
+//! }
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+use syn::{FnArg, ImplItem, ImplItemFn, ItemImpl, Pat};
+
+use crate::errors::Errors;
+use crate::frameworks::is_attr;
+
+pub fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let krate: syn::Path = if attr.is_empty() {
+        syn::parse_quote!(::idem)
+    } else {
+        let krate = syn::parse2::<syn::MetaNameValue>(attr.clone())
+            .ok()
+            .filter(|meta| meta.path.is_ident("crate"))
+            .and_then(|meta| match meta.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(path), .. }) => path.parse::<syn::Path>().ok(),
+                _ => None,
+            });
+        krate.ok_or_else(|| {
+            syn::Error::new(attr.span(), "#[idem::tasks] takes no arguments but `crate = \"path::to::idem\"`")
+        })?
+    };
+    let mut item_impl: ItemImpl = syn::parse2(item).map_err(|error| {
+        syn::Error::new(
+            error.span(),
+            "#[idem::tasks] goes on an rmcp `impl ServerHandler for ...` block, below #[tool_handler]",
+        )
+    })?;
+    let below_handler = "#[idem::tasks] must be placed below #[tool_handler], which writes the `call_tool` and `get_info` it wraps; write #[tool_handler(...)] on the line above #[idem::tasks]";
+    if item_impl.attrs.iter().any(|attr| is_attr(attr, "tool_handler")) {
+        return Err(syn::Error::new(item_impl.self_ty.span(), below_handler));
+    }
+    let mut errors = Errors::default();
+    let mut found = (false, false);
+    let mut served = None;
+    for item in &mut item_impl.items {
+        let ImplItem::Fn(method) = item else { continue };
+        if method.sig.ident == "call_tool" {
+            found.0 = true;
+            served = wrap_call_tool(method, &krate, &mut errors);
+        } else if method.sig.ident == "get_info" {
+            found.1 = true;
+            wrap_get_info(method, &krate);
+        } else if method.sig.ident == "get_task" || method.sig.ident == "cancel_task" {
+            errors.at(
+                method.sig.ident.span(),
+                format!(
+                    "#[idem::tasks] writes `{}` itself, from the tools' records; remove this one",
+                    method.sig.ident
+                ),
+            );
+        }
+    }
+    if !(found.0 && found.1) {
+        errors.at(item_impl.self_ty.span(), below_handler);
+    }
+    if let Some(error) = errors.into_error() {
+        return Err(error);
+    }
+    item_impl.items.extend(task_methods(&krate));
+    let (impl_generics, _, where_clause) = item_impl.generics.split_for_impl();
+    let self_ty = &item_impl.self_ty;
+    Ok(quote! {
+        #item_impl
+
+        impl #impl_generics #self_ty #where_clause {
+            #served
+        }
+    })
+}
+
+/// `call_tool`'s body moves to an inherent method, which `call_tool` runs on a clone of the
+/// server as a task of its own (see `serve_call`).
+fn wrap_call_tool(method: &mut ImplItemFn, krate: &syn::Path, errors: &mut Errors) -> Option<ImplItem> {
+    let context = method.sig.inputs.iter().nth(2).and_then(|input| match input {
+        FnArg::Typed(typed) => match &*typed.pat {
+            Pat::Ident(ident) => Some(ident.ident.clone()),
+            _ => None,
+        },
+        FnArg::Receiver(_) => None,
+    });
+    let Some(context) = context else {
+        errors.at(method.sig.span(), "#[idem::tasks] needs `call_tool`'s request context bound to a name, e.g. `context: RequestContext<RoleServer>`");
+        return None;
+    };
+    let args: Vec<syn::Ident> = method
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(ident) => Some(ident.ident.clone()),
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    if args.len() + 1 != method.sig.inputs.len() {
+        errors.at(method.sig.span(), "#[idem::tasks] needs `call_tool`'s arguments bound to names");
+        return None;
+    }
+    let mut served = method.clone();
+    served.attrs.retain(|attr| attr.path().is_ident("doc") || attr.path().is_ident("allow"));
+    served.sig.ident = syn::Ident::new("__idem_call_tool", method.sig.ident.span());
+    served.vis = syn::Visibility::Inherited;
+    let tasks = quote!(#krate::__private::rmcp::tasks);
+    let (offered, server) =
+        (syn::Ident::new("__idem_offered", Span::mixed_site()), syn::Ident::new("__idem_server", Span::mixed_site()));
+    method.block = syn::parse_quote!({
+        let #offered = #tasks::offered(&#context);
+        let #server = #tasks::owned_server(self);
+        #tasks::serve_call(#offered, async move { #server.__idem_call_tool(#(#args),*).await }).await
+    });
+    Some(syn::parse_quote!(#[doc(hidden)] #served))
+}
+
+/// `get_info` declares the tasks extension too.
+fn wrap_get_info(method: &mut ImplItemFn, krate: &syn::Path) {
+    let info = syn::Ident::new("__idem_info", Span::mixed_site());
+    let (body, output) = (&method.block, &method.sig.output);
+    method.block = syn::parse_quote!({
+        let mut #info = (move || #output #body)();
+        #krate::__private::rmcp::tasks::advertise(&mut #info);
+        #info
+    });
+}
+
+fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
+    let tasks = quote!(#krate::__private::rmcp::tasks);
+    let rmcp = quote!(#krate::__private::rmcp::tasks::sdk);
+    let get: ImplItem = syn::parse_quote! {
+        async fn get_task(
+            &self,
+            request: #rmcp::model::GetTaskParams,
+            _context: #rmcp::service::RequestContext<#rmcp::RoleServer>,
+        ) -> ::core::result::Result<#rmcp::model::GetTaskResult, #rmcp::ErrorData> {
+            let task = #tasks::TaskRecord::parse(&request.task_id)?;
+            match #tasks::ServesTasks::task_state(self, &task).await {
+                ::core::option::Option::Some(answer) => answer,
+                ::core::option::Option::None => ::core::result::Result::Err(#tasks::unknown_task(&task)),
+            }
+        }
+    };
+    let cancel: ImplItem = syn::parse_quote! {
+        async fn cancel_task(
+            &self,
+            request: #rmcp::model::CancelTaskParams,
+            _context: #rmcp::service::RequestContext<#rmcp::RoleServer>,
+        ) -> ::core::result::Result<(), #rmcp::ErrorData> {
+            let task = #tasks::TaskRecord::parse(&request.task_id)?;
+            match #tasks::ServesTasks::task_state(self, &task).await {
+                ::core::option::Option::Some(::core::result::Result::Err(error)) => ::core::result::Result::Err(error),
+                ::core::option::Option::Some(::core::result::Result::Ok(_)) => {
+                    #tasks::cancel_task(&task);
+                    ::core::result::Result::Ok(())
+                }
+                ::core::option::Option::None => ::core::result::Result::Err(#tasks::unknown_task(&task)),
+            }
+        }
+    };
+    vec![get, cancel]
+}
+
+/// The `ServesTasks` impl for the type of a `#[tool_router]` impl: `tasks/get` asks each
+/// async `#[idempotent]` `#[tool]` method whether the task is its own. `None` when the
+/// impl has no such method.
+pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
+    let mut krate = None;
+    let mut asks = Vec::new();
+    for item in &item_impl.items {
+        let ImplItem::Fn(method) = item else { continue };
+        let Some(idempotent) = method.attrs.iter().position(|attr| is_attr(attr, "idempotent")) else { continue };
+        let below = method.attrs.iter().position(|attr| is_attr(attr, "tool")).is_some_and(|tool| tool > idempotent);
+        if !below || method.sig.asyncness.is_none() {
+            continue;
+        }
+        krate.get_or_insert_with(|| krate_of(&method.attrs[idempotent]));
+        let task_fn = format_ident!("__idem_{}_task", method.sig.ident);
+        let receiver = method.sig.receiver().map(|_| quote!(self,));
+        asks.push(quote! {
+            if let ::core::option::Option::Some(answer) = Self::#task_fn(#receiver task).await {
+                return ::core::option::Option::Some(answer);
+            }
+        });
+    }
+    let krate = krate?;
+    let tasks = quote!(#krate::__private::rmcp::tasks);
+    let (impl_generics, _, where_clause) = item_impl.generics.split_for_impl();
+    let self_ty = &item_impl.self_ty;
+    Some(quote! {
+        impl #impl_generics #tasks::ServesTasks for #self_ty #where_clause {
+            async fn task_state(&self, task: &#tasks::TaskRecord) -> ::core::option::Option<#tasks::TaskAnswer> {
+                #(#asks)*
+                ::core::option::Option::None
+            }
+        }
+    })
+}
+
+/// The facade's path an `#[idempotent(...)]` names with `crate = "..."`, else `::idem`.
+fn krate_of(attr: &syn::Attribute) -> syn::Path {
+    let tokens = match &attr.meta {
+        syn::Meta::List(list) => list.tokens.clone(),
+        _ => TokenStream::new(),
+    };
+    let mut errors = Errors::default();
+    crate::args::parse(tokens, &mut errors).krate.unwrap_or_else(|| syn::parse_quote!(::idem))
+}
