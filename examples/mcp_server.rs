@@ -1,5 +1,6 @@
-//! An MCP server over stdio whose `send_invoice` tool is safe to retry, and whose
-//! `send_invoice_status` tool tells a model what happened to a call it lost track of.
+//! An MCP server over stdio whose `send_invoice` tool is safe to retry, whose
+//! `send_invoice_status` tool tells a model what happened to a call it lost track of, and
+//! whose slow `export_ledger` answers as an MCP task (SEP-2663) keyed by the month.
 //!
 //! ```sh
 //! cargo run --features rmcp --example mcp_server             # speaks MCP on stdin/stdout
@@ -15,6 +16,32 @@
 //! directory the client started the server from, so a retry after a restart of the server
 //! is still answered from the store.
 //! Sent invoices are logged on stderr; stdout carries the protocol.
+//!
+//! `export_ledger` takes about three seconds and has `timeout = "1s"`. A client that
+//! declared the tasks extension (`"capabilities": {"extensions":
+//! {"io.modelcontextprotocol/tasks": {}}}`) gets a task after a second, the same task for a
+//! retry, and polls it:
+//!
+//! ```text
+//! -> {"method": "tools/call", "params": {"name": "export_ledger", "arguments": {"month": "2026-10"}}}
+//! <- {"resultType": "task", "taskId": "idem1.bWNwX3NlcnZlcjo6ZXhwb3J0X2xlZGdlcg.bGVkZ2VyOjIwMjYtMTA",
+//!     "status": "working", "pollIntervalMs": 1000, "ttlMs": 604800000, ...}
+//! -> {"method": "tasks/get", "params": {"taskId": "idem1.bWNw...bGVkZ2VyOjIwMjYtMTA"}}
+//! <- {"taskId": "idem1.bWNw...", "status": "working", "statusMessage": "exporting page 2 of 3", ...}
+//! -> {"method": "tasks/get", "params": {"taskId": "idem1.bWNw..."}}
+//! <- {"taskId": "idem1.bWNw...", "status": "completed", "result": {"structuredContent":
+//!     {"month": "2026-10", "rows": 3, "replayed": true}, ...}, ...}
+//! ```
+//!
+//! A client without it gets TIMEOUT after a second, and asks the status tool:
+//!
+//! ```text
+//! -> {"method": "tools/call", "params": {"name": "export_ledger", "arguments": {"month": "2026-10"}}}
+//! <- {"isError": true, "structuredContent": {"error": {"code": "TIMEOUT", "retryable": false,
+//!     "suggestion": "do not call export_ledger again; call export_ledger_status in 1 s to learn the outcome", ...}}}
+//! -> {"method": "tools/call", "params": {"name": "export_ledger_status", "arguments": {"month": "2026-10"}}}
+//! <- {"structuredContent": {"status": "completed", "result": {"month": "2026-10", "rows": 3}}}
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,7 +49,10 @@ use std::sync::{Arc, Mutex};
 
 use idem::{SqliteStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig, GetTaskParams,
+    Implementation, TaskStatus,
+};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -41,11 +71,21 @@ struct SendInvoice {
     memo: String,
 }
 
-/// The billing service: a store for idempotency keys and the invoices it sent.
+/// The arguments of `export_ledger`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ExportLedger {
+    /// The month to export, e.g. "2026-10".
+    month: String,
+}
+
+/// The billing service: a store for idempotency keys, the invoices it sent and the
+/// ledger exports it made.
 #[derive(Clone)]
 struct Billing {
     store: Arc<SqliteStore>,
     sent: Arc<Mutex<Vec<String>>>,
+    exports: Arc<Mutex<Vec<String>>>,
 }
 
 #[idem::status_tools]
@@ -73,18 +113,37 @@ impl Billing {
             "memo": req.memo,
         })))
     }
+
+    /// Export one month of the ledger; takes a few seconds. Safe to retry: a client that
+    /// takes MCP tasks gets one task per month however often it calls; others get TIMEOUT
+    /// and read export_ledger_status.
+    #[idempotent(key = "ledger:<req.month>", timeout = "1s", store = self.store)]
+    #[tool(annotations(title = "Export ledger", read_only_hint = false, destructive_hint = false))]
+    async fn export_ledger(&self, Parameters(req): Parameters<ExportLedger>) -> Result<CallToolResult, ErrorData> {
+        for page in 1..=3 {
+            if idem::cancel_requested() {
+                return Err(ErrorData::internal_error("the export was cancelled before it finished", None));
+            }
+            idem::progress(format!("exporting page {page} of 3"));
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+        self.exports.lock().expect("the exports are not poisoned").push(req.month.clone());
+        eprintln!("[billing] exported the ledger of {}", req.month);
+        Ok(CallToolResult::structured(json!({"month": req.month, "rows": 3})))
+    }
 }
 
 #[tool_handler(
     name = "idem-billing",
-    instructions = "Billing tools. send_invoice is safe to retry; after a timeout or an IN_PROGRESS answer, call send_invoice_status with the same arguments instead of sending again."
+    instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
 )]
+#[idem::tasks]
 impl ServerHandler for Billing {}
 
 impl Billing {
     fn open(path: &Path) -> Result<Billing, String> {
         let store = SqliteStore::open(path).map_err(|error| format!("cannot open the key store (IDEM_DB): {error}"))?;
-        Ok(Billing { store: Arc::new(store), sent: Arc::default() })
+        Ok(Billing { store: Arc::new(store), sent: Arc::default(), exports: Arc::default() })
     }
 }
 
@@ -166,9 +225,84 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let sent = billing.sent.lock().expect("the ledger is not poisoned").len();
     println!("\ninvoices sent: {sent}");
     client.cancel().await?;
+
+    slow_calls(&billing).await?;
+    let exports = billing.exports.lock().expect("the exports are not poisoned").len();
+    println!("\nledger exports made: {exports} (one per month)");
     std::fs::remove_dir_all(&dir)?;
-    if sent != 1 {
-        return Err(format!("{sent} invoices sent for one action").into());
+    if sent != 1 || exports != 2 {
+        return Err(format!("{sent} invoices and {exports} exports for one invoice and two months").into());
     }
+    Ok(())
+}
+
+/// A slow tool, through a client that takes MCP tasks and through one that does not.
+async fn slow_calls(billing: &Billing) -> Result<(), Box<dyn std::error::Error>> {
+    let connect = |tasks: bool| {
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        let server_billing = billing.clone();
+        tokio::spawn(async move {
+            if let Ok(server) = server_billing.serve(server_io).await {
+                let _ = server.waiting().await;
+            }
+        });
+        let capabilities =
+            if tasks { ClientCapabilities::builder().enable_tasks().build() } else { ClientCapabilities::default() };
+        ClientConfig::new(capabilities, Implementation::new("idem-demo", "0")).serve(client_io)
+    };
+    let export = |month: &str| {
+        let args = json!({"month": month}).as_object().expect("an object").clone();
+        CallToolRequestParams::new("export_ledger").with_arguments(args)
+    };
+
+    println!("\na client that takes MCP tasks exports October's ledger (a few seconds), twice:");
+    let client = connect(true).await?;
+    let mut task_ids = Vec::new();
+    for _ in 0..2 {
+        match client.call_tool_once(export("2026-10")).await? {
+            CallToolResponse::Task(created) => {
+                println!("  task {} ({:?})", created.task.task_id, created.task.status);
+                task_ids.push(created.task.task_id);
+            }
+            other => return Err(format!("expected a task, got {other:?}").into()),
+        }
+    }
+    if task_ids[0] != task_ids[1] {
+        return Err("a retry got a second task".into());
+    }
+    loop {
+        let state = client.get_task(GetTaskParams::new(&task_ids[0])).await?;
+        let message = state.task.task.status_message.clone().unwrap_or_default();
+        println!("  tasks/get: {:?} {message}", state.task.status());
+        if state.task.status() != TaskStatus::Working {
+            println!("  {}", serde_json::to_string(&state)?);
+            break;
+        }
+        let wait = state.task.task.poll_interval_ms.unwrap_or(1000);
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    }
+    client.cancel().await?;
+
+    println!("\na client without tasks exports November's ledger:");
+    let client = connect(false).await?;
+    let timed_out = client.call_tool(export("2026-11")).await?;
+    println!(
+        "  isError: {}\n  {}",
+        timed_out.is_error.unwrap_or(false),
+        timed_out.structured_content.unwrap_or(Value::Null)
+    );
+    let status = CallToolRequestParams::new("export_ledger_status")
+        .with_arguments(json!({"month": "2026-11"}).as_object().expect("an object").clone());
+    loop {
+        let read = client.call_tool(status.clone()).await?.structured_content.unwrap_or(Value::Null);
+        if read["status"] != "in_progress" {
+            println!("  export_ledger_status: {read}");
+            break;
+        }
+        let wait = read["retry_after_ms"].as_u64().unwrap_or(1000);
+        println!("  export_ledger_status: in_progress ({}), asking again in {wait} ms", read["progress"]);
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    }
+    client.cancel().await?;
     Ok(())
 }

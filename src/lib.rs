@@ -166,10 +166,22 @@
 //!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the model
 //!   sees with `isError: true`. [`status_tools`] above `#[tool_router]` serves each
 //!   `<tool>_status` as a read-only tool. Below `#[tool]`, `#[idempotent]` does not compile.
+//!   [`tasks`] below `#[tool_handler]` serves MCP Tasks: see [MCP Tasks](#mcp-tasks).
 //! - **rig** (feature `rig`): above `#[rig_tool]` (below works too, without the status
 //!   tool). Return `Result<T, ToolExecutionError>`: idem's answers arrive with their code,
 //!   retryable flag and structured error as the model's feedback, and `<tool>_status` is a
 //!   rig tool too.
+//!
+//! # MCP Tasks
+//!
+//! With [`tasks`] on an rmcp `ServerHandler` impl (below `#[tool_handler]`), a `tools/call`
+//! from a client that declared the Tasks extension (SEP-2663) answers with a task instead
+//! of TIMEOUT when its body outlives the tool's `timeout`, and instead of IN_PROGRESS when
+//! it finds the action running. The task id is the record's namespace and key: one task per
+//! action, whatever the number of retries, and `tasks/get` reads the store, so it answers
+//! after a restart and on every worker that shares the store. `tasks/cancel` reaches the
+//! body through [`cancel_requested`]. Clients without the extension get TIMEOUT and the
+//! status tools, as before. The README's rmcp section has the whole table.
 //!
 //! # Misuse does not compile
 //!
