@@ -75,7 +75,7 @@ pub fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     })?;
     let below_handler = "#[idem::tasks] must be placed below #[tool_handler], which writes the `call_tool` and `get_info` it wraps; write #[tool_handler(...)] on the line above #[idem::tasks]";
     if item_impl.attrs.iter().any(|attr| is_attr(attr, "tool_handler")) {
-        return Err(syn::Error::new(item_impl.self_ty.span(), below_handler));
+        return Err(syn::Error::new(Span::call_site(), below_handler));
     }
     let mut errors = Errors::default();
     let mut found = (false, false);
@@ -174,7 +174,8 @@ fn wrap_get_info(method: &mut ImplItemFn, krate: &syn::Path) {
 
 fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
     let tasks = quote!(#krate::__private::rmcp::tasks);
-    let rmcp = quote!(#krate::__private::rmcp::tasks::sdk);
+    // rmcp's own paths, as `#[tool_handler]` writes them: the server depends on rmcp.
+    let rmcp = quote!(::rmcp);
     let get: ImplItem = syn::parse_quote! {
         async fn get_task(
             &self,

@@ -32,10 +32,6 @@ use crate::output::ToolOutput;
 use crate::status::{Status, status_by_key};
 use crate::store::{AsyncStore, now_ms};
 
-/// rmcp itself, for the paths `#[idem::tasks]` writes.
-#[doc(hidden)]
-pub use rmcp as sdk;
-
 tokio::task_local! {
     /// Set while a `tools/call` is served through `#[idem::tasks]`: what the call tells
     /// the server about itself.
