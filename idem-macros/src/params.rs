@@ -1,7 +1,7 @@
 //! The names a key template can use: the function's parameters and the names bound by
 //! their patterns (`Parameters(Req { customer, .. }): Parameters<Req>`).
 
-use syn::{FnArg, Ident, Pat, Signature, Type};
+use syn::{FnArg, Ident, Member, Pat, Signature, Type};
 
 /// One name in scope in the function body.
 pub struct Binding {
@@ -10,6 +10,10 @@ pub struct Binding {
     pub ty: Option<Type>,
     /// Which of `sig.inputs` binds it.
     pub arg: usize,
+    /// Inside an rmcp `Parameters(..): Parameters<T>` argument, the struct fields from `T`
+    /// to the binding: `[]` for `Parameters(req)`, `["period"]` for `p` in
+    /// `Parameters(T { period: p, .. })`. `None` elsewhere (and below tuple patterns).
+    pub params_path: Option<Vec<String>>,
 }
 
 /// Every name the parameters bind, in order.
@@ -18,27 +22,50 @@ pub fn bindings(sig: &Signature) -> Vec<Binding> {
     for (arg, input) in sig.inputs.iter().enumerate() {
         if let FnArg::Typed(typed) = input {
             let ty = matches!(&*typed.pat, Pat::Ident(p) if p.subpat.is_none()).then(|| (*typed.ty).clone());
-            walk(&typed.pat, ty, arg, &mut out);
+            match (&*typed.pat, is_parameters(&typed.ty)) {
+                (Pat::TupleStruct(p), true)
+                    if p.elems.len() == 1 && p.path.segments.last().is_some_and(|s| s.ident == "Parameters") =>
+                {
+                    walk(&p.elems[0], None, arg, Some(Vec::new()), &mut out);
+                }
+                (pat, _) => walk(pat, ty, arg, None, &mut out),
+            }
         }
     }
     out
 }
 
-fn walk(pat: &Pat, ty: Option<Type>, arg: usize, out: &mut Vec<Binding>) {
+/// rmcp's `Parameters<T>`, spelled with any path prefix.
+pub fn is_parameters(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| {
+        s.ident == "Parameters" && matches!(&s.arguments, syn::PathArguments::AngleBracketed(args) if args.args.len() == 1)
+    }))
+}
+
+fn walk(pat: &Pat, ty: Option<Type>, arg: usize, path: Option<Vec<String>>, out: &mut Vec<Binding>) {
     match pat {
         Pat::Ident(p) => {
-            out.push(Binding { ident: p.ident.clone(), ty, arg });
+            out.push(Binding { ident: p.ident.clone(), ty, arg, params_path: path.clone() });
             if let Some((_, sub)) = &p.subpat {
-                walk(sub, None, arg, out);
+                walk(sub, None, arg, path, out);
             }
         }
-        Pat::Struct(p) => p.fields.iter().for_each(|f| walk(&f.pat, None, arg, out)),
-        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| walk(e, None, arg, out)),
-        Pat::Tuple(p) => p.elems.iter().for_each(|e| walk(e, None, arg, out)),
-        Pat::Slice(p) => p.elems.iter().for_each(|e| walk(e, None, arg, out)),
-        Pat::Reference(p) => walk(&p.pat, None, arg, out),
-        Pat::Paren(p) => walk(&p.pat, None, arg, out),
-        Pat::Type(p) => walk(&p.pat, None, arg, out),
+        Pat::Struct(p) => p.fields.iter().for_each(|f| {
+            let field = match &f.member {
+                Member::Named(name) => path.clone().map(|mut path| {
+                    path.push(name.to_string());
+                    path
+                }),
+                Member::Unnamed(_) => None,
+            };
+            walk(&f.pat, None, arg, field, out);
+        }),
+        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
+        Pat::Tuple(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
+        Pat::Slice(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
+        Pat::Reference(p) => walk(&p.pat, None, arg, None, out),
+        Pat::Paren(p) => walk(&p.pat, None, arg, path, out),
+        Pat::Type(p) => walk(&p.pat, None, arg, path, out),
         _ => {}
     }
 }
@@ -68,6 +95,33 @@ mod tests {
             ["customer", "p", "a"]
         );
         assert_eq!(names_of("fn f(whole @ Req { id, .. }: Req)"), ["whole", "id"]);
+    }
+
+    #[test]
+    fn bindings_inside_rmcp_parameters_know_their_fields() {
+        let sig: Signature = syn::parse_str(
+            "fn f(Parameters(Req { customer, period: p, inner: Inner { id, .. }, .. }): Parameters<Req>, \
+             Parameters(req): rmcp::handler::server::wrapper::Parameters<Other>, plain: Parameters<Req>, \
+             Wrap(w): Wrap<Req>, Parameters((a, b)): Parameters<(u8, u8)>)",
+        )
+        .unwrap();
+        let paths: Vec<(String, Option<String>)> = bindings(&sig)
+            .iter()
+            .map(|b| (b.ident.to_string(), b.params_path.as_ref().map(|path| path.join("."))))
+            .collect();
+        let expected = [
+            ("customer", Some("customer")),
+            ("p", Some("period")),
+            ("id", Some("inner.id")),
+            ("req", Some("")),
+            ("plain", None),
+            ("w", None),
+            ("a", None),
+            ("b", None),
+        ];
+        let expected: Vec<(String, Option<String>)> =
+            expected.iter().map(|(name, path)| ((*name).to_owned(), path.map(str::to_owned))).collect();
+        assert_eq!(paths, expected);
     }
 
     #[test]

@@ -45,4 +45,4 @@ pub type ErrorOf<O> = <O as ResultParts>::Error;
 pub use crate::frameworks::rmcp;
 /// An rmcp status tool's input: the key's fields only.
 #[cfg(feature = "rmcp")]
-pub use crate::frameworks::rmcp::status_input::{StatusArgs, StatusInput, key_part_sync, status_input_schema};
+pub use crate::frameworks::rmcp::status_input::{StatusArgs, StatusInput, status_input_schema};

@@ -24,7 +24,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode};
-use crate::key::KeyPart;
 
 /// What an rmcp status tool takes: the tool call's arguments as they came.
 pub type StatusInput = Parameters<JsonObject>;
@@ -155,12 +154,6 @@ impl StatusArgs {
 /// What serde expected, from its "invalid type: null, expected a string".
 fn expected(message: &str) -> Option<&str> {
     message.split_once(", expected ").map(|(_, expected)| expected)
-}
-
-/// A key part the status tool holds across its read: `Sync`, so that its future is `Send`.
-#[inline(always)]
-pub fn key_part_sync<T: KeyPart + Sync>(value: &T) -> &(dyn KeyPart + Sync) {
-    value
 }
 
 #[cfg(test)]
