@@ -51,8 +51,31 @@
 //! ```
 //!
 //! Frameworks (see `frameworks.rs`): an rmcp `#[tool(...)]` below the attribute is re-emitted
-//! as `#[tool(..., annotations(..., idempotent_hint = true))]`. A rig `#[rig_tool(...)]` stays
-//! on the tool, and the status function gets one too, returning the tool's own error type:
+//! as `#[tool(description = "<the doc comment as paragraphs>", ..., annotations(...,
+//! idempotent_hint = true))]` (the description only when it has none). When the key's fields
+//! all come from the rmcp tool's `Parameters<T>` argument, a hidden sibling serves the
+//! status tool of `#[idem::status_tools]` from the call's JSON arguments:
+//!
+//! ```text
+//! #[doc(hidden)]
+//! async fn __idem_send_invoice_status_json(&self, __idem_args: ::idem::__private::StatusInput)
+//!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
+//! {
+//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
+//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args);
+//!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
+//!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
+//!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
+//!         return Err(__idem_args.into_error()); // INVALID_KEY, naming the fields
+//!     };
+//!     let read = ::idem::__private::status_async(&__IDEM_TOOL, &(self.store),
+//!         &[::idem::__private::key_part(&__idem_field0), ::idem::__private::key_part(&__idem_field1)]);
+//!     read.await
+//! }
+//! ```
+//!
+//! A rig `#[rig_tool(...)]` gets the same description and stays on the tool, and the status
+//! function gets one too, returning the tool's own error type:
 //!
 //! ```text
 //! /// Read-only status of `send_invoice` ...
@@ -379,7 +402,8 @@ fn status_json_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, st
     let (vis, generics, where_clause) = (&item.vis, &sig.generics, &sig.generics.where_clause);
     quote! {
         #[doc(hidden)]
-        #[allow(unused_variables, clippy::unused_async, clippy::type_complexity)]
+        // Unused without `#[idem::status_tools]`.
+        #[allow(dead_code, unused_variables, clippy::unused_async, clippy::type_complexity)]
         #vis #asyncness fn #name #generics (#(#inputs),*)
             -> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::Error>
             #where_clause
