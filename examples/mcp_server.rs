@@ -211,9 +211,9 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             json!({"customer": "acme", "period": "2026-10", "amount": 150.0, "memo": "October support"}),
         ),
         (
-            "it checks the status instead",
+            "it checks the status instead, with the key's fields only",
             "send_invoice_status",
-            json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": ""}),
+            json!({"customer": "acme", "period": "2026-10"}),
         ),
     ];
     for (what, tool, args) in calls {

@@ -165,7 +165,8 @@
 //!   `idempotent_hint = true`; a tool returning `Result<CallToolResult, ErrorData>` gets
 //!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the model
 //!   sees with `isError: true`. [`status_tools`] above `#[tool_router]` serves each
-//!   `<tool>_status` as a read-only tool. Below `#[tool]`, `#[idempotent]` does not compile.
+//!   `<tool>_status` as a read-only tool that takes only the key's fields (the request's
+//!   properties the key reads). Below `#[tool]`, `#[idempotent]` does not compile.
 //!   [`tasks`] below `#[tool_handler]` serves MCP Tasks: see [MCP Tasks](#mcp-tasks).
 //! - **rig** (feature `rig`): above `#[rig_tool]` (below works too, without the status
 //!   tool). Return `Result<T, ToolExecutionError>`: idem's answers arrive with their code,

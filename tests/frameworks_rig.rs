@@ -25,7 +25,8 @@ struct Invoice {
     replayed: bool,
 }
 
-/// Create and send the invoice for one customer and billing period.
+/// Create and send the invoice for one customer and billing period. Safe to retry: a
+/// second call for the same customer and period sends nothing.
 #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *STORE)]
 #[rig_tool(params(customer = "The customer to bill", period = "The billing period, e.g. 2026-10"))]
 async fn send_invoice(
@@ -98,6 +99,13 @@ async fn the_status_function_is_a_rig_tool_taking_only_the_key_fields() {
     let properties = schema["properties"].as_object().unwrap();
     assert_eq!(properties.keys().collect::<Vec<_>>(), ["customer", "period"], "{schema}");
     assert!(SendInvoiceStatus.description().contains("Read-only status of `send_invoice`"));
+    assert!(!SendInvoiceStatus.description().contains('\n'), "{}", SendInvoiceStatus.description());
+    assert_eq!(
+        SendInvoice.description(),
+        "Create and send the invoice for one customer and billing period. Safe to retry: a second call for the \
+         same customer and period sends nothing.",
+        "the doc comment as one paragraph"
+    );
 
     let missing = SendInvoiceStatus
         .call(SendInvoiceStatusParameters { customer: "globex".into(), period: "1999-01".into() })

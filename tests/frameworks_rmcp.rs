@@ -39,19 +39,41 @@ struct ExportLedger {
     month: String,
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct Customer {
+    id: String,
+    name: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct Refund {
+    /// Who is refunded.
+    customer: Customer,
+    order: u32,
+    reason: Option<String>,
+}
+
 #[derive(Clone)]
 struct Billing {
     store: Arc<MemoryStore>,
     invoices: Arc<AtomicUsize>,
     notes: Arc<AtomicUsize>,
     exports: Arc<AtomicUsize>,
+    refunds: Arc<AtomicUsize>,
     gate: Arc<Semaphore>,
 }
 
 #[idem::status_tools]
 #[tool_router]
 impl Billing {
-    /// Create and send the invoice for one customer and billing period.
+    /// Create and send the invoice for one customer and billing period. Safe to retry: a
+    /// second call for the same customer and period sends nothing.
+    ///
+    /// It answers with:
+    /// - a new invoice, or
+    /// - the first one again, marked replayed.
     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
     #[tool(annotations(title = "Send invoice"))]
     async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {
@@ -66,14 +88,23 @@ impl Billing {
     }
 
     /// Add a note to a customer's file (one per customer).
-    #[idempotent(key = "note:<customer>", compare = [text], store = self.store)]
+    #[idempotent(key = "note:<who>", compare = [text], store = self.store)]
     #[tool]
     async fn add_note(
         &self,
-        Parameters(AddNote { customer, text }): Parameters<AddNote>,
+        Parameters(AddNote { customer: who, text }): Parameters<AddNote>,
     ) -> Result<String, idem::Error> {
         self.notes.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("noted for {customer}: {text}"))
+        Ok(format!("noted for {who}: {text}"))
+    }
+
+    /// Refund one order of a customer.
+    #[idempotent(key = "refund:<req.customer.id>:<req.order>", store = self.store)]
+    #[tool]
+    fn refund(&self, Parameters(req): Parameters<Refund>) -> Result<CallToolResult, ErrorData> {
+        self.refunds.fetch_add(1, Ordering::SeqCst);
+        let reason = req.reason.unwrap_or_default();
+        Ok(CallToolResult::structured(json!({"refunded": req.order, "to": req.customer.name, "reason": reason})))
     }
 
     /// Export one month of the ledger (slow: waits for the test to let it finish).
@@ -96,6 +127,7 @@ impl Billing {
             invoices: Arc::default(),
             notes: Arc::default(),
             exports: Arc::default(),
+            refunds: Arc::default(),
             gate: Arc::new(Semaphore::new(0)),
         }
     }
@@ -138,19 +170,47 @@ async fn the_model_sees_hints_status_tools_and_their_inputs() {
     let send = wire("send_invoice");
     assert_eq!(send["annotations"]["idempotentHint"], true, "{send}");
     assert_eq!(send["annotations"]["title"], "Send invoice", "the user's annotations stay");
-    assert_eq!(send["description"], "Create and send the invoice for one customer and billing period.");
+    assert_eq!(
+        send["description"],
+        "Create and send the invoice for one customer and billing period. Safe to retry: a second call for \
+         the same customer and period sends nothing.\n\nIt answers with:\n- a new invoice, or\n- the first one \
+         again, marked replayed.",
+        "the doc comment as paragraphs, its list kept"
+    );
     assert_eq!(wire("add_note")["annotations"]["idempotentHint"], true);
     assert_eq!(wire("export_ledger")["annotations"]["idempotentHint"], false, "a hint the user set stays");
 
     let status = wire("send_invoice_status");
     assert_eq!(status["annotations"]["readOnlyHint"], true, "{status}");
     assert_eq!(status["annotations"]["destructiveHint"], false);
-    assert!(status["description"].as_str().unwrap().contains("req.customer, req.period"), "{status}");
-    assert!(status["inputSchema"]["properties"]["customer"].is_object(), "{status}");
-    for name in ["add_note_status", "export_ledger_status"] {
+    let description = status["description"].as_str().unwrap();
+    assert!(description.contains("key fields: customer, period."), "{description}");
+    assert!(!description.contains("req.") && !description.contains('\n'), "{description}");
+    let schema = &status["inputSchema"];
+    assert_eq!(schema["type"], "object", "{schema}");
+    let properties = schema["properties"].as_object().unwrap();
+    assert_eq!(properties.keys().collect::<Vec<_>>(), ["customer", "period"], "only the key's fields: {schema}");
+    assert_eq!(properties["customer"], json!({"type": "string", "description": "The customer to bill."}));
+    assert_eq!(properties["period"]["description"], "The billing period, e.g. 2026-10.");
+    assert_eq!(schema["required"], json!(["customer", "period"]));
+
+    let note = wire("add_note_status");
+    assert_eq!(note["inputSchema"]["properties"].as_object().unwrap().keys().collect::<Vec<_>>(), ["customer"]);
+    assert!(note["description"].as_str().unwrap().contains("key fields: customer."), "the JSON name, not `who`");
+
+    // A nested key field is its top-level property, whole, with the type it refers to.
+    let refund = wire("refund_status")["inputSchema"].clone();
+    assert_eq!(refund["properties"].as_object().unwrap().keys().collect::<Vec<_>>(), ["customer", "order"]);
+    assert_eq!(refund["properties"]["customer"]["description"], "Who is refunded.");
+    let reference = refund["properties"]["customer"]["$ref"].as_str().expect("a $ref to Customer");
+    let name = reference.strip_prefix("#/$defs/").unwrap();
+    assert!(refund["$defs"][name]["properties"]["id"].is_object(), "the $ref resolves: {refund}");
+    assert_eq!(refund["required"], json!(["customer", "order"]));
+
+    for name in ["add_note_status", "export_ledger_status", "refund_status"] {
         assert_eq!(wire(name)["annotations"]["readOnlyHint"], true, "{name}");
     }
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 8);
     client.cancel().await.unwrap();
 }
 
@@ -186,13 +246,30 @@ async fn repeats_replay_and_conflicts_are_tool_errors_the_model_can_act_on() {
     assert!(error["suggestion"].as_str().unwrap().contains("ask the user"), "{error}");
     assert!(conflict.content[0].as_text().unwrap().text.contains("CONFLICT"));
 
-    // The status tool takes the same arguments and reads only the key's fields.
-    let status = call(&client, "send_invoice_status", args).await;
+    // The status tool takes the key's fields only, normalized as the tool normalizes them.
+    let status = call(&client, "send_invoice_status", json!({"customer": "Acme ", "period": "2026-10"})).await;
     assert_eq!(status.is_error, Some(false));
     assert_eq!(structured(&status)["status"], "completed");
     assert_eq!(structured(&status)["result"]["invoice"], "inv_1");
-    let other = json!({"customer": "globex", "period": "2026-10", "amount": 1.0, "memo": ""});
+    // Other arguments are ignored: the tool's own arguments work too.
+    let same = call(&client, "send_invoice_status", args).await;
+    assert_eq!(structured(&same)["result"]["invoice"], "inv_1");
+    let other = json!({"customer": "globex", "period": "2026-10"});
     assert_eq!(structured(&call(&client, "send_invoice_status", other).await)["status"], "not_found");
+
+    // A missing or ill-typed key field is a tool error the model reads, naming the field.
+    let missing = call(&client, "send_invoice_status", json!({"customer": "acme", "amount": 120.0})).await;
+    assert_eq!(missing.is_error, Some(true));
+    let error = &structured(&missing)["error"];
+    assert_eq!(error["code"], "INVALID_KEY", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("key fields of send_invoice (customer, period)"), "{message}");
+    assert!(message.contains("period is missing (expected a string)"), "{message}");
+    assert!(!message.contains("customer is"), "customer was given: {message}");
+    assert!(error["suggestion"].as_str().unwrap().contains("customer, period"), "{error}");
+    let ill_typed = call(&client, "send_invoice_status", json!({"customer": 7, "period": "2026-10"})).await;
+    let message = structured(&ill_typed)["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("customer is not valid (invalid type: integer `7`, expected a string)"), "{message}");
 
     assert_eq!(billing.invoices.load(Ordering::SeqCst), 1, "exactly one invoice");
     client.cancel().await.unwrap();
@@ -212,7 +289,35 @@ async fn pattern_bound_keys_and_idem_errors_as_content() {
     assert_eq!(conflict.is_error, Some(true), "rmcp marks an Err(idem::Error) as a tool error");
     let error: Value = serde_json::from_str(&conflict.content[0].as_text().unwrap().text).unwrap();
     assert_eq!(error["error"]["code"], "CONFLICT");
+
+    // The status tool takes the field's JSON name, whatever the pattern binds it to.
+    let status = call(&client, "add_note_status", json!({"customer": "ACME"})).await;
+    assert_eq!(structured(&status)["status"], "completed", "{status:?}");
+    assert_eq!(structured(&status)["result"], "noted for acme: prefers e-mail");
     assert_eq!(billing.notes.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_nested_key_field_is_read_from_its_top_level_argument() {
+    let billing = Billing::new();
+    let client = connect(billing.clone()).await;
+    let args = json!({"customer": {"id": "c-1", "name": "Acme"}, "order": 42, "reason": "damaged"});
+    let first = call(&client, "refund", args).await;
+    assert_eq!(first.is_error, Some(false), "{first:?}");
+    let again = call(&client, "refund", json!({"customer": {"id": "C-1", "name": "ACME Inc."}, "order": 42})).await;
+    assert_eq!(structured(&again)["replayed"], true, "the key reads customer.id only");
+
+    let status = call(&client, "refund_status", json!({"customer": {"id": "c-1", "name": "?"}, "order": 42})).await;
+    assert_eq!(structured(&status)["status"], "completed", "{status:?}");
+    assert_eq!(structured(&status)["result"]["refunded"], 42);
+    let other = call(&client, "refund_status", json!({"customer": {"id": "c-1", "name": "?"}, "order": 43})).await;
+    assert_eq!(structured(&other)["status"], "not_found");
+    let partial = call(&client, "refund_status", json!({"customer": {"id": "c-1"}, "order": 42})).await;
+    let error = &structured(&partial)["error"];
+    assert_eq!(error["code"], "INVALID_KEY");
+    assert!(error["message"].as_str().unwrap().contains("customer is not valid (missing field `name`"), "{error}");
+    assert_eq!(billing.refunds.load(Ordering::SeqCst), 1);
     client.cancel().await.unwrap();
 }
 

@@ -43,15 +43,31 @@ pub fn detect(attrs: &[Attribute]) -> Framework {
 
 /// The function's attributes as re-emitted: rmcp's `#[tool(...)]` gets
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
+/// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
+/// comment as paragraphs (`docs::description`): both would join its lines with "\n".
 pub fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
-    attrs.iter().map(|attr| if is_attr(attr, "tool") { with_idempotent_hint(attr) } else { attr.clone() }).collect()
+    let description = crate::docs::description(attrs);
+    let description = description.as_deref();
+    attrs
+        .iter()
+        .map(|attr| {
+            if is_attr(attr, "tool") {
+                rebuilt(attr, description, true)
+            } else if is_attr(attr, "rig_tool") {
+                rebuilt(attr, description, false)
+            } else {
+                attr.clone()
+            }
+        })
+        .collect()
 }
 
 /// `#[tool]` -> `#[tool(annotations(idempotent_hint = true))]`;
 /// `#[tool(name = "x", annotations(title = "X"))]` ->
-/// `#[tool(name = "x", annotations(title = "X", idempotent_hint = true))]`. Arguments
-/// that do not parse are left to rmcp to report.
-fn with_idempotent_hint(attr: &Attribute) -> Attribute {
+/// `#[tool(name = "x", annotations(title = "X", idempotent_hint = true))]` (with `hint`);
+/// `description = "..."` first when given one and the attribute has none. Arguments that
+/// do not parse are left to the framework to report.
+fn rebuilt(attr: &Attribute, description: Option<&str>, hint: bool) -> Attribute {
     let args = match &attr.meta {
         Meta::Path(_) => Punctuated::new(),
         Meta::List(list) => match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
@@ -60,11 +76,16 @@ fn with_idempotent_hint(attr: &Attribute) -> Attribute {
         },
         Meta::NameValue(_) => return attr.clone(),
     };
-    let mut found = false;
+    let mut found = !hint;
     let mut rebuilt: Vec<TokenStream> = Vec::new();
+    if let Some(description) = description
+        && !args.iter().any(|arg| arg.path().is_ident("description"))
+    {
+        rebuilt.push(quote!(description = #description));
+    }
     for arg in args {
         match arg {
-            Meta::List(list) if list.path.is_ident("annotations") => {
+            Meta::List(list) if hint && list.path.is_ident("annotations") => {
                 found = true;
                 let Ok(inner) = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
                     return attr.clone();
@@ -79,6 +100,9 @@ fn with_idempotent_hint(attr: &Attribute) -> Attribute {
     }
     if !found {
         rebuilt.push(quote!(annotations(idempotent_hint = true)));
+    }
+    if rebuilt.is_empty() {
+        return attr.clone();
     }
     let path = attr.path();
     syn::parse_quote_spanned!(attr.span()=> #[#path(#(#rebuilt),*)])
@@ -168,7 +192,45 @@ mod tests {
     use super::*;
 
     fn hinted(attr: Attribute) -> String {
-        with_idempotent_hint(&attr).to_token_stream().to_string().replace(' ', "")
+        rebuilt(&attr, None, true).to_token_stream().to_string().replace(' ', "")
+    }
+
+    fn reemitted(item: ItemFn) -> Vec<String> {
+        tool_attrs(&item.attrs).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+    }
+
+    #[test]
+    fn tools_without_a_description_get_their_doc_comment_as_paragraphs() {
+        let rmcp = reemitted(syn::parse_quote! {
+            /// Send the invoice. Safe to retry: a
+            /// second call sends nothing.
+            #[tool(annotations(title = "Send"))]
+            async fn f() {}
+        });
+        assert_eq!(
+            rmcp[2],
+            r#"# [tool (description = "Send the invoice. Safe to retry: a second call sends nothing." , annotations (title = "Send" , idempotent_hint = true))]"#
+        );
+        let rig = reemitted(syn::parse_quote! {
+            /// Send the
+            /// invoice.
+            #[rig_tool]
+            async fn f() {}
+        });
+        assert_eq!(rig[2], r#"# [rig_tool (description = "Send the invoice.")]"#);
+        let given = reemitted(syn::parse_quote! {
+            /// Send the
+            /// invoice.
+            #[tool(description = "Mine")]
+            async fn f() {}
+        });
+        assert_eq!(given[2], r#"# [tool (description = "Mine" , annotations (idempotent_hint = true))]"#);
+        let included = reemitted(syn::parse_quote! {
+            #[doc = include_str!("send.md")]
+            #[rig_tool]
+            async fn f() {}
+        });
+        assert_eq!(included[1], "# [rig_tool]", "left to the framework");
     }
 
     #[test]

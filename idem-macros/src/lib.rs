@@ -3,6 +3,7 @@
 //! `idem::idempotent`.
 
 mod args;
+mod docs;
 mod errors;
 mod expand;
 mod frameworks;

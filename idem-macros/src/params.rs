@@ -2,7 +2,7 @@
 //! their patterns (`Parameters(Req { customer, .. }): Parameters<Req>`), and what the model
 //! calls each of them.
 
-use syn::{FnArg, Ident, Pat, Signature, Type};
+use syn::{FnArg, Ident, Member, Pat, Signature, Type};
 
 /// One name in scope in the function body.
 pub struct Binding {
@@ -11,11 +11,10 @@ pub struct Binding {
     pub ty: Option<Type>,
     /// Which of `sig.inputs` binds it.
     pub arg: usize,
-    /// Where the model's arguments hold the bound value, as a path of JSON names: a plain
-    /// parameter is the argument of its name (`["amount"]`); `Parameters(req)` binds the
-    /// whole argument object (`[]`), `Parameters(Req { period: p, .. })` its field
-    /// `["period"]`. `None` where no argument is known to hold it.
-    pub model_path: Option<Vec<String>>,
+    /// Inside an rmcp `Parameters(..): Parameters<T>` argument, the struct fields from `T`
+    /// to the binding: `[]` for `Parameters(req)`, `["period"]` for `p` in
+    /// `Parameters(T { period: p, .. })`. `None` elsewhere (and below tuple patterns).
+    pub params_path: Option<Vec<String>>,
 }
 
 /// Every name the parameters bind, in order.
@@ -24,59 +23,63 @@ pub fn bindings(sig: &Signature) -> Vec<Binding> {
     for (arg, input) in sig.inputs.iter().enumerate() {
         if let FnArg::Typed(typed) = input {
             let ty = matches!(&*typed.pat, Pat::Ident(p) if p.subpat.is_none()).then(|| (*typed.ty).clone());
-            let model = match &*typed.pat {
-                Pat::Ident(p) => Some(vec![p.ident.to_string()]),
-                _ => None,
-            };
-            walk(&typed.pat, ty, arg, model, &mut out);
+            match (&*typed.pat, is_parameters(&typed.ty)) {
+                (Pat::TupleStruct(p), true)
+                    if p.elems.len() == 1 && p.path.segments.last().is_some_and(|s| s.ident == "Parameters") =>
+                {
+                    walk(&p.elems[0], None, arg, Some(Vec::new()), &mut out);
+                }
+                (pat, _) => walk(pat, ty, arg, None, &mut out),
+            }
         }
     }
     out
 }
 
-/// `model` is where the model's arguments hold what `pat` matches, when known.
-fn walk(pat: &Pat, ty: Option<Type>, arg: usize, model: Option<Vec<String>>, out: &mut Vec<Binding>) {
+/// rmcp's `Parameters<T>`, spelled with any path prefix.
+pub fn is_parameters(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| {
+        s.ident == "Parameters" && matches!(&s.arguments, syn::PathArguments::AngleBracketed(args) if args.args.len() == 1)
+    }))
+}
+
+fn walk(pat: &Pat, ty: Option<Type>, arg: usize, path: Option<Vec<String>>, out: &mut Vec<Binding>) {
     match pat {
         Pat::Ident(p) => {
-            out.push(Binding { ident: p.ident.clone(), ty, arg, model_path: model.clone() });
+            out.push(Binding { ident: p.ident.clone(), ty, arg, params_path: path.clone() });
             if let Some((_, sub)) = &p.subpat {
-                walk(sub, None, arg, model, out);
+                walk(sub, None, arg, path, out);
             }
         }
         Pat::Struct(p) => p.fields.iter().for_each(|f| {
             let field = match &f.member {
-                syn::Member::Named(name) => model.clone().map(|mut path| {
+                Member::Named(name) => path.clone().map(|mut path| {
                     path.push(name.to_string());
                     path
                 }),
-                syn::Member::Unnamed(_) => None,
+                Member::Unnamed(_) => None,
             };
             walk(&f.pat, None, arg, field, out);
         }),
-        // rmcp's `Parameters(x)`: `x` is the tool's whole argument object.
-        Pat::TupleStruct(p)
-            if p.path.segments.last().is_some_and(|s| s.ident == "Parameters") && p.elems.len() == 1 =>
-        {
-            walk(&p.elems[0], None, arg, Some(Vec::new()), out);
-        }
         Pat::TupleStruct(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
         Pat::Tuple(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
         Pat::Slice(p) => p.elems.iter().for_each(|e| walk(e, None, arg, None, out)),
-        Pat::Reference(p) => walk(&p.pat, None, arg, model, out),
-        Pat::Paren(p) => walk(&p.pat, None, arg, model, out),
-        Pat::Type(p) => walk(&p.pat, None, arg, model, out),
+        Pat::Reference(p) => walk(&p.pat, None, arg, None, out),
+        Pat::Paren(p) => walk(&p.pat, None, arg, path, out),
+        Pat::Type(p) => walk(&p.pat, None, arg, path, out),
         _ => {}
     }
 }
 
 /// What the model calls the value at `path` (a binding and fields below it): `amount` for
-/// `req.amount` where `Parameters(req)` binds the arguments, the Rust path where the model
-/// sends that path itself (a plain parameter `req`) or where nothing is known.
+/// `req.amount` where `Parameters(req)` binds the arguments, `period` for `p` bound by
+/// `Parameters(Req { period: p, .. })`; the Rust path where the model sends that path itself
+/// (a plain parameter `req`) or where nothing is known.
 pub fn model_name(bindings: &[Binding], path: &[String]) -> String {
-    let model = bindings.iter().find(|b| b.ident == path[0]).and_then(|b| b.model_path.as_ref());
-    match model {
-        Some(model) if !(model.is_empty() && path.len() == 1) => {
-            model.iter().chain(&path[1..]).cloned().collect::<Vec<_>>().join(".")
+    let fields = bindings.iter().find(|b| b.ident == path[0]).and_then(|b| b.params_path.as_ref());
+    match fields {
+        Some(fields) if !(fields.is_empty() && path.len() == 1) => {
+            fields.iter().chain(&path[1..]).cloned().collect::<Vec<_>>().join(".")
         }
         _ => path.join("."),
     }
@@ -124,6 +127,33 @@ mod tests {
         assert_eq!(name(&["customer"]), "customer");
         assert_eq!(name(&["amount"]), "amount");
         assert_eq!(name(&["a"]), "a", "unknown: the Rust name");
+    }
+
+    #[test]
+    fn bindings_inside_rmcp_parameters_know_their_fields() {
+        let sig: Signature = syn::parse_str(
+            "fn f(Parameters(Req { customer, period: p, inner: Inner { id, .. }, .. }): Parameters<Req>, \
+             Parameters(req): rmcp::handler::server::wrapper::Parameters<Other>, plain: Parameters<Req>, \
+             Wrap(w): Wrap<Req>, Parameters((a, b)): Parameters<(u8, u8)>)",
+        )
+        .unwrap();
+        let paths: Vec<(String, Option<String>)> = bindings(&sig)
+            .iter()
+            .map(|b| (b.ident.to_string(), b.params_path.as_ref().map(|path| path.join("."))))
+            .collect();
+        let expected = [
+            ("customer", Some("customer")),
+            ("p", Some("period")),
+            ("id", Some("inner.id")),
+            ("req", Some("")),
+            ("plain", None),
+            ("w", None),
+            ("a", None),
+            ("b", None),
+        ];
+        let expected: Vec<(String, Option<String>)> =
+            expected.iter().map(|(name, path)| ((*name).to_owned(), path.map(str::to_owned))).collect();
+        assert_eq!(paths, expected);
     }
 
     #[test]

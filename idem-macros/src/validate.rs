@@ -35,6 +35,25 @@ pub struct Plan {
     pub status_inputs: Vec<usize>,
     /// Indices into the signature's inputs that the key uses: what `<fn>_record_id` takes.
     pub key_inputs: Vec<usize>,
+    /// Indices into the signature's inputs that the `store` expression uses.
+    pub store_inputs: Vec<usize>,
+    /// Where the key's fields sit in the JSON arguments of an rmcp tool, when they all come
+    /// from one `Parameters(..): Parameters<T>` argument; what its status tool takes.
+    pub params_key: Option<ParamsKey>,
+}
+
+/// The key of an rmcp tool as JSON arguments: every key field comes from one
+/// `Parameters(req): Parameters<T>` argument (`<req.customer>`, or a name bound in its
+/// pattern), so a status tool can take those top-level properties only.
+pub struct ParamsKey {
+    /// The index of the `Parameters<T>` argument in the signature's inputs.
+    pub arg: usize,
+    /// The top-level JSON properties the key reads (field names of `T`), in template order,
+    /// each once: `customer`, `period`.
+    pub fields: Vec<String>,
+    /// Per key field, in `key_fields` order: which of `fields`, and the path below it
+    /// (`["id"]` for `<req.customer.id>`).
+    pub parts: Vec<(usize, Vec<String>)>,
 }
 
 pub struct KeyField {
@@ -80,6 +99,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     };
     let no_such = no_such(&fn_name, &bindings);
     let mut key_fields = Vec::new();
+    let mut key_bindings = Vec::new();
     let mut status_inputs = Vec::new();
     for piece in &pieces {
         let Piece::Placeholder(placeholder) = piece else { continue };
@@ -111,13 +131,22 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         }
         let model_name = params::model_name(&bindings, &placeholder.path);
         key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone(), model_name });
+        key_bindings.push(binding);
     }
     let mut key_inputs = status_inputs.clone();
     key_inputs.sort_unstable();
+    let mut store_inputs = Vec::new();
     if let Some(store) = &args.store {
-        add_store_inputs(store, &bindings, &mut status_inputs);
+        add_store_inputs(store, &bindings, &mut store_inputs);
+    }
+    for arg in &store_inputs {
+        if !status_inputs.contains(arg) {
+            status_inputs.push(*arg);
+        }
     }
     status_inputs.sort_unstable();
+    store_inputs.sort_unstable();
+    let params_key = params_key(&key_fields, &key_bindings, &item.sig, &store_inputs);
     let compare = check_compare(args.compare, &key_fields, &bindings, &no_such, errors);
     let (compare, compare_names) = model_named(compare, &bindings);
     errors.is_empty().then_some(Plan {
@@ -136,7 +165,43 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         krate: args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)),
         status_inputs,
         key_inputs,
+        store_inputs,
+        params_key,
     })
+}
+
+/// The key as JSON arguments, when every key field comes from one `Parameters<T>` argument
+/// that the `store` expression does not use, and names a field of `T` (not `<req>` whole).
+fn params_key(
+    key_fields: &[KeyField],
+    key_bindings: &[&Binding],
+    sig: &syn::Signature,
+    store_inputs: &[usize],
+) -> Option<ParamsKey> {
+    let arg = key_bindings.first()?.arg;
+    let syn::FnArg::Typed(typed) = &sig.inputs[arg] else { return None };
+    if !params::is_parameters(&typed.ty) || store_inputs.contains(&arg) {
+        return None;
+    }
+    let mut fields: Vec<String> = Vec::new();
+    let mut parts = Vec::new();
+    for (field, binding) in key_fields.iter().zip(key_bindings) {
+        if binding.arg != arg {
+            return None;
+        }
+        let mut path = binding.params_path.clone()?;
+        path.extend(field.placeholder.path[1..].iter().cloned());
+        let (first, rest) = path.split_first()?;
+        let index = match fields.iter().position(|known| known == first) {
+            Some(index) => index,
+            None => {
+                fields.push(first.clone());
+                fields.len() - 1
+            }
+        };
+        parts.push((index, rest.to_vec()));
+    }
+    Some(ParamsKey { arg, fields, parts })
 }
 
 /// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the

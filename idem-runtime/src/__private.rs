@@ -43,3 +43,6 @@ pub type ErrorOf<O> = <O as ResultParts>::Error;
 /// rmcp glue the `#[idem::status_tools]` expansion calls.
 #[cfg(feature = "rmcp")]
 pub use crate::frameworks::rmcp;
+/// An rmcp status tool's input: the key's fields only.
+#[cfg(feature = "rmcp")]
+pub use crate::frameworks::rmcp::status_input::{StatusArgs, StatusInput, status_input_schema};

@@ -19,6 +19,8 @@ use crate::error::{Error, ErrorCode};
 use crate::output::{REPLAYED_FIELD, ToolOutput};
 use crate::status::Status;
 
+pub(crate) mod status_input;
+
 /// The text added to a replayed result whose content does not show the structured
 /// result's `"replayed": true`, so a model that reads only the text sees the replay too.
 pub const REPLAY_NOTE: &str =
