@@ -215,29 +215,13 @@ fn from_json_arguments(
 ) -> (Vec<TokenStream>, TokenStream, Option<TokenStream>) {
     let FnArg::Typed(request) = &sig.inputs[key.arg] else { unreachable!("the key's argument is typed") };
     let args = Ident::new("__idem_args", Span::mixed_site());
-    let mut inputs = Vec::new();
-    let mut forwarded = Vec::new();
-    for (i, input) in sig.inputs.iter().enumerate() {
-        match input {
-            FnArg::Receiver(receiver) => {
-                let mut receiver = receiver.clone();
-                receiver.attrs.clear();
-                inputs.push(quote!(#receiver));
-                forwarded.push(quote!(self));
-            }
-            FnArg::Typed(_) if i == key.arg => {
-                inputs.push(quote!(#args: #krate::__private::StatusInput));
-                forwarded.push(quote!(#args));
-            }
-            FnArg::Typed(typed) if plan.store_inputs.contains(&i) => {
-                let name = Ident::new(&format!("__idem_arg{i}"), Span::mixed_site());
-                let ty = &typed.ty;
-                inputs.push(quote!(#name: #ty));
-                forwarded.push(quote!(#name));
-            }
-            FnArg::Typed(_) => {}
+    let (inputs, forwarded) = passed(sig, |i, typed| {
+        if i == key.arg {
+            Some((quote!(#args: #krate::__private::StatusInput), quote!(#args)))
+        } else {
+            plan.store_inputs.contains(&i).then(|| as_is(i, typed))
         }
-    }
+    });
     let awaited = sig.asyncness.map(|_| quote!(.await));
     let read = crate::expand::status_json_name(&sig.ident);
     let body = quote!(
@@ -257,6 +241,21 @@ fn from_arguments(
     plan: &Plan,
     krate: &TokenStream,
 ) -> (Vec<TokenStream>, TokenStream, Option<TokenStream>) {
+    let (inputs, forwarded) = passed(sig, |i, typed| plan.status_inputs.contains(&i).then(|| as_is(i, typed)));
+    let status_fn = format_ident!("{}_status", sig.ident);
+    let awaited = sig.asyncness.map(|_| quote!(.await));
+    let body = quote!(
+        <#krate::__private::Rmcp as #krate::__private::StatusTool>::answer(Self::#status_fn(#(#forwarded),*) #awaited)
+    );
+    (inputs, body, None)
+}
+
+/// The status tool's parameters and what it passes on: the receiver as `self`, then each
+/// typed parameter `param` keeps, as the parameter and the argument it gives.
+fn passed(
+    sig: &syn::Signature,
+    mut param: impl FnMut(usize, &syn::PatType) -> Option<(TokenStream, TokenStream)>,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
     let mut inputs = Vec::new();
     let mut forwarded = Vec::new();
     for (i, input) in sig.inputs.iter().enumerate() {
@@ -267,21 +266,22 @@ fn from_arguments(
                 inputs.push(quote!(#receiver));
                 forwarded.push(quote!(self));
             }
-            FnArg::Typed(typed) if plan.status_inputs.contains(&i) => {
-                let name = Ident::new(&format!("__idem_arg{i}"), Span::mixed_site());
-                let ty = &typed.ty;
-                inputs.push(quote!(#name: #ty));
-                forwarded.push(quote!(#name));
+            FnArg::Typed(typed) => {
+                if let Some((input, argument)) = param(i, typed) {
+                    inputs.push(input);
+                    forwarded.push(argument);
+                }
             }
-            FnArg::Typed(_) => {}
         }
     }
-    let status_fn = format_ident!("{}_status", sig.ident);
-    let awaited = sig.asyncness.map(|_| quote!(.await));
-    let body = quote!(
-        <#krate::__private::Rmcp as #krate::__private::StatusTool>::answer(Self::#status_fn(#(#forwarded),*) #awaited)
-    );
-    (inputs, body, None)
+    (inputs, forwarded)
+}
+
+/// A parameter taken as the tool has it, under a hygienic name.
+fn as_is(i: usize, typed: &syn::PatType) -> (TokenStream, TokenStream) {
+    let name = Ident::new(&format!("__idem_arg{i}"), Span::mixed_site());
+    let ty = &typed.ty;
+    (quote!(#name: #ty), quote!(#name))
 }
 
 #[cfg(test)]
@@ -300,7 +300,7 @@ mod tests {
             #[idempotent(key = "invoice:<req.customer.id>:<p>", store = ctx.store)]
             #[tool]
             async fn send(&self, Parameters(req @ SendInvoice { period: p, .. }): Parameters<SendInvoice>, ctx: Ctx)
-                -> Result<CallToolResult, ErrorData> { todo!() }
+                -> Result<CallToolResult, ErrorData> { Ok(CallToolResult::success(vec![])) }
         });
         assert!(tool.contains("__idem_args:::idem::__private::StatusInput"), "{tool}");
         assert!(tool.contains("__idem_arg2:Ctx"), "the store's parameter is taken as it is: {tool}");
@@ -321,19 +321,19 @@ mod tests {
             syn::parse_quote! {
                 #[idempotent(key = "ledger:<req>")]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<Month>) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<Month>) -> Result<CallToolResult, ErrorData> { Ok(CallToolResult::success(vec![])) }
             },
             // The store comes from the request.
             syn::parse_quote! {
                 #[idempotent(key = "ledger:<req.month>", store = req.store)]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<Month>) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<Month>) -> Result<CallToolResult, ErrorData> { Ok(CallToolResult::success(vec![])) }
             },
             // A key field from another argument.
             syn::parse_quote! {
                 #[idempotent(key = "ledger:<req.month>:<tenant>")]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<Month>, tenant: Tenant) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<Month>, tenant: Tenant) -> Result<CallToolResult, ErrorData> { Ok(CallToolResult::success(vec![])) }
             },
         ] {
             let tool = status_tool_of(method);
