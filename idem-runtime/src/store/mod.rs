@@ -21,6 +21,7 @@
 //! `AsyncStore::reserve(&store, ..).await`.
 
 mod adapter;
+mod failure;
 mod memory;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
