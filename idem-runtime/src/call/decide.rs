@@ -173,9 +173,10 @@ fn corrupt(tool: &Tool, key: &Key, why: &str) -> Error {
 }
 
 fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
+    let why = error.backend_text();
     Error::new(
         ErrorCode::StoreUnavailable,
-        format!("{}: the idempotency store failed ({error}); the action was not run", tool.name),
+        format!("{}: the idempotency store failed ({why}); the action was not run", tool.name),
     )
     .with_suggestion("retry in a moment")
 }

@@ -31,6 +31,17 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// What failed, for a message that already says the store failed: a backend failure's
+    /// own text (without "store failed: "), else the whole error.
+    pub(crate) fn backend_text(&self) -> String {
+        match self {
+            StoreError::Backend(cause) => cause.to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}: {}", self.store, self.operation, with_sources(&*self.cause))

@@ -195,7 +195,9 @@ impl PgStoreBuilder {
         let pool = Pool::new(config, self.connect, self.max_connections, self.checkout_timeout)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
         let queries = Queries::new(&self.schema);
-        Ok(PgStore { inner: Arc::new(Inner { pool, queries, schema: self.schema, migrated: OnceCell::new() }) })
+        let described = describe(pool.config(), &self.schema);
+        let inner = Inner { pool, queries, schema: self.schema, described, migrated: OnceCell::new() };
+        Ok(PgStore { inner: Arc::new(inner) })
     }
 }
 
@@ -231,22 +233,15 @@ struct Inner {
     pool: Pool,
     queries: Queries,
     schema: String,
+    /// What error messages call this store: see [`describe`].
+    described: String,
     migrated: OnceCell<()>,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hosts: Vec<String> = (self.inner.pool.config().get_hosts().iter())
-            .map(|host| match host {
-                Host::Tcp(name) => name.clone(),
-                #[cfg(unix)]
-                Host::Unix(path) => path.display().to_string(),
-            })
-            .collect();
         f.debug_struct("PgStore")
-            .field("hosts", &hosts)
-            .field("dbname", &self.inner.pool.config().get_dbname())
-            .field("schema", &self.inner.schema)
+            .field("store", &self.inner.described)
             .field("max_connections", &self.inner.pool.max())
             .finish_non_exhaustive()
     }
@@ -294,12 +289,17 @@ impl PgStore {
 
     /// Creates the schema or applies missing migrations now, instead of on first use.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        self.conn().await.map(drop)
+        self.conn().await.map(drop).map_err(self.failed("migrate"))
     }
 
     /// [`migrate`](Self::migrate) for sync code.
     pub fn migrate_blocking(&self) -> Result<(), StoreError> {
         block_on(self.migrate())
+    }
+
+    /// `error` with this store and `operation` named, for messages an operator acts on.
+    fn failed(&self, operation: &'static str) -> impl Fn(StoreError) -> StoreError + Copy + '_ {
+        move |error| error.within(&self.inner.described, operation)
     }
 
     /// A pooled connection to a migrated schema.
@@ -315,7 +315,47 @@ impl PgStore {
 }
 
 pub(super) fn backend(error: tokio_postgres::Error) -> StoreError {
-    StoreError::Backend(Box::new(error))
+    StoreError::Backend(Box::new(PgError(error)))
+}
+
+/// A driver error told in full: tokio-postgres prints a server's error as "db error" and
+/// keeps the server's message and SQLSTATE in its source, which an operator needs.
+#[derive(Debug)]
+struct PgError(tokio_postgres::Error);
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_db_error() {
+            Some(db) => {
+                write!(f, "{} (SQLSTATE {})", db.message(), db.code().code())?;
+                if let Some(detail) = db.detail() {
+                    write!(f, "; {detail}")?;
+                }
+                Ok(())
+            }
+            None => f.write_str(&super::failure::with_sources(&self.0)),
+        }
+    }
+}
+
+/// No source: its text already holds the driver error's whole chain, which a report that
+/// walks sources would otherwise print twice.
+impl std::error::Error for PgError {}
+
+/// The store as an error message names it: hosts, port, database and schema, never the
+/// user's password.
+fn describe(config: &Config, schema: &str) -> String {
+    let hosts: Vec<String> = (config.get_hosts().iter())
+        .map(|host| match host {
+            Host::Tcp(name) => name.clone(),
+            #[cfg(unix)]
+            Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let port = config.get_ports().first().map_or(5432, |port| *port);
+    let user = config.get_user().map(|user| format!("{user}@")).unwrap_or_default();
+    let dbname = config.get_dbname().unwrap_or("");
+    format!("PostgreSQL {user}{}:{port}/{dbname} (schema {schema})", hosts.join(","))
 }
 
 /// A duration in whole milliseconds, capped at [`MAX_DURATION_MS`].

@@ -116,7 +116,7 @@ fn unix_ms(time: SystemTime) -> i64 {
 
 impl AsyncStore for PgStore {
     fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(self.reserve_async(request))
+        Box::pin(async move { self.reserve_async(request).await.map_err(self.failed("reserve")) })
     }
 
     fn take_over<'a>(
@@ -128,7 +128,7 @@ impl AsyncStore for PgStore {
         Box::pin(async move {
             let expired = db_token(expired)?;
             let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &expired, &duration_ms(lease)];
-            match self.query_opt(Sql::TakeOver, &params).await? {
+            match self.query_opt(Sql::TakeOver, &params).await.map_err(self.failed("take over"))? {
                 Some(row) => token_of(id, row.try_get(0)),
                 None => Err(StoreError::Fenced),
             }
@@ -150,7 +150,7 @@ impl AsyncStore for PgStore {
             };
             let params: [&(dyn ToSql + Sync); 6] =
                 [&id.namespace, &id.key, &token, &state, &result, &duration_ms(retain)];
-            self.execute_fenced(Sql::Complete, &params).await
+            self.execute_fenced(Sql::Complete, &params).await.map_err(self.failed("complete"))
         })
     }
 
@@ -159,27 +159,27 @@ impl AsyncStore for PgStore {
             let token = db_token(renewal.token)?;
             let Renew { id, lease, progress, .. } = renewal;
             let params: [&(dyn ToSql + Sync); 5] = [&id.namespace, &id.key, &token, &duration_ms(lease), &progress];
-            self.execute_fenced(Sql::Renew, &params).await
+            self.execute_fenced(Sql::Renew, &params).await.map_err(self.failed("renew"))
         })
     }
 
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = db_token(token)?;
-            self.execute_fenced(Sql::Release, &[&id.namespace, &id.key, &token]).await
+            self.execute_fenced(Sql::Release, &[&id.namespace, &id.key, &token]).await.map_err(self.failed("release"))
         })
     }
 
     fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = db_token(token)?;
-            self.execute_fenced(Sql::Abandon, &[&id.namespace, &id.key, &token]).await
+            self.execute_fenced(Sql::Abandon, &[&id.namespace, &id.key, &token]).await.map_err(self.failed("abandon"))
         })
     }
 
     fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(async move {
-            let row = self.query_opt(Sql::Read, &[&id.namespace, &id.key]).await?;
+            let row = self.query_opt(Sql::Read, &[&id.namespace, &id.key]).await.map_err(self.failed("read"))?;
             row.map(|row| decode(id, &row, 0)).transpose()
         })
     }
@@ -187,9 +187,12 @@ impl AsyncStore for PgStore {
     fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
         Box::pin(async move {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let mut conn = self.conn().await?;
-            let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
-            let deleted = conn.client.execute(&statement, &[&limit]).await.map_err(backend)?;
+            let purged = async {
+                let mut conn = self.conn().await?;
+                let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
+                conn.client.execute(&statement, &[&limit]).await.map_err(backend)
+            };
+            let deleted = purged.await.map_err(self.failed("purge"))?;
             Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
         })
     }

@@ -492,3 +492,31 @@ fn per_call_costs() {
         })
     });
 }
+
+/// A server's error reaches the caller in the server's words, with its SQLSTATE, the
+/// store (never the password) and the operation that failed.
+#[test]
+fn a_server_error_names_the_store_the_operation_and_the_servers_message() {
+    let Some(db) = TestDb::get("a_server_error_names_the_store_the_operation_and_the_servers_message") else {
+        return;
+    };
+    let mut config: Config = db.url.parse().unwrap();
+    config.dbname("idem_no_such_db").password("secret-pw");
+    let host = match &config.get_hosts()[0] {
+        Host::Tcp(name) => name.clone(),
+        #[cfg(unix)]
+        Host::Unix(path) => path.display().to_string(),
+    };
+    let url =
+        format!("postgres://{}:secret-pw@{host}:{}/idem_no_such_db", config.get_user().unwrap(), config.get_ports()[0]);
+    let store = PgStore::builder(&url).schema("idem_x").build().unwrap();
+    let error = reserve(&store, "k").unwrap_err().to_string();
+    let port = config.get_ports()[0];
+    for part in [
+        &format!("PostgreSQL {}@{host}:{port}/idem_no_such_db (schema idem_x): reserve: ", config.get_user().unwrap()),
+        "database \"idem_no_such_db\" does not exist (SQLSTATE 3D000)",
+    ] {
+        assert!(error.contains(part), "{part:?} missing from: {error}");
+    }
+    assert!(!error.contains("secret-pw") && !error.contains("db error"), "{error}");
+}

@@ -76,12 +76,14 @@ impl PgTransaction<'_> {
         let json = serde_json::to_string(result).map_err(|e| unserializable(id, &e))?;
         let params: [&(dyn ToSql + Sync); 6] =
             [&id.namespace, &id.key, &self.token, &"completed", &json, &duration_ms(self.retain)];
+        let failed = self.store.failed("commit");
+        let fail = |e: StoreError| unavailable(id, &failed(e));
         let conn = self.conn.as_mut().expect("open until committed or dropped");
-        let changed = conn.client.execute(&self.complete, &params).await.map_err(|e| unavailable(id, &backend(e)))?;
+        let changed = conn.client.execute(&self.complete, &params).await.map_err(|e| fail(backend(e)))?;
         if changed != 1 {
-            return Err(unavailable(id, &StoreError::Backend("the transaction's writes removed its own key".into())));
+            return Err(fail(StoreError::Backend("the transaction's writes removed its own key".into())));
         }
-        conn.client.batch_execute("COMMIT").await.map_err(|e| unavailable(id, &backend(e)))?;
+        conn.client.batch_execute("COMMIT").await.map_err(|e| fail(backend(e)))?;
         self.conn.take(); // committed: back to the pool
         Ok(())
     }
@@ -90,7 +92,8 @@ impl PgTransaction<'_> {
     pub async fn rollback(mut self) -> Result<(), Error> {
         let id = RecordId { namespace: &self.namespace, key: &self.key };
         let conn = self.conn.as_mut().expect("open until committed or dropped");
-        conn.client.batch_execute("ROLLBACK").await.map_err(|e| unavailable(id, &backend(e)))?;
+        let rolled_back = conn.client.batch_execute("ROLLBACK").await.map_err(backend);
+        rolled_back.map_err(|e| unavailable(id, &self.store.failed("rollback")(e)))?;
         self.conn.take();
         Ok(())
     }
@@ -144,9 +147,10 @@ impl PgStore {
         retain: Duration,
     ) -> Result<Begun<'_, T>, Error> {
         let request = canonical_request(id, compare)?;
-        let mut conn = self.conn().await.map_err(|e| unavailable(id, &e))?;
+        let failed = self.failed("begin");
+        let fail = |e: StoreError| unavailable(id, &failed(e));
+        let mut conn = self.conn().await.map_err(fail)?;
         let queries = &self.inner.queries;
-        let fail = |e: StoreError| unavailable(id, &e);
         let insert = conn.statement(queries, Sql::Insert).await.map_err(fail)?;
         let read = conn.statement(queries, Sql::Read).await.map_err(fail)?;
         let complete = conn.statement(queries, Sql::Complete).await.map_err(fail)?;

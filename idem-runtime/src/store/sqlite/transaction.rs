@@ -173,7 +173,7 @@ pub(crate) fn unavailable(id: RecordId<'_>, error: &StoreError) -> Error {
     }
     Error::new(
         ErrorCode::StoreUnavailable,
-        format!("{}: {}: the store failed ({error}); nothing was committed", id.namespace, id.key),
+        format!("{}: {}: the store failed ({}); nothing was committed", id.namespace, id.key, error.backend_text()),
     )
     .with_suggestion("retry in a moment")
 }
