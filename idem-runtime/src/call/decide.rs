@@ -153,6 +153,12 @@ fn concat(pieces: &[&str]) -> String {
 pub(crate) fn store_failed(tool: &Tool, key: &Key, error: &StoreError) -> (Outcome, Error) {
     match error {
         StoreError::Corrupt(why) => (Outcome::Unreadable, corrupt(tool, key, why)),
+        // Held by a transaction in flight: in progress, with no record to say since when.
+        StoreError::Locked => {
+            let running =
+                Running { retry_after: retry_after(Duration::ZERO, tool.lease, None), since_ms: None, progress: None };
+            (Outcome::InProgress, in_progress(tool, key, running))
+        }
         _ => (Outcome::StoreUnavailable, store_unavailable(tool, error)),
     }
 }

@@ -215,6 +215,11 @@ pub enum StoreError {
     Fenced,
     /// The stored record cannot be read (unknown state, malformed columns).
     Corrupt(String),
+    /// The record is locked by a writer that has not committed yet, such as a
+    /// [`PgStore::begin`](postgres::PgStore::begin) transaction still open: the key is in
+    /// progress, but its record cannot be read until that writer ends. Nothing changed. A
+    /// tool call is told `IN_PROGRESS`.
+    Locked,
     /// The backend failed: I/O, driver, lock timeout, unreachable server.
     Backend(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -224,6 +229,7 @@ impl std::fmt::Display for StoreError {
         match self {
             StoreError::Fenced => f.write_str("the reservation is no longer held by this token"),
             StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
+            StoreError::Locked => f.write_str("the record is locked by a transaction that has not committed yet"),
             StoreError::Backend(error) => write!(f, "store failed: {error}"),
         }
     }

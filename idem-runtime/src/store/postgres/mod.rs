@@ -63,6 +63,7 @@
 //!   [`Store`](super::Store) impl blocks the calling thread, even inside a tokio runtime,
 //!   without deadlocking).
 
+mod deadline;
 mod ops;
 mod pool;
 mod schema;
@@ -73,6 +74,7 @@ pub use self::transaction::{Begun, PgTransaction};
 #[cfg(test)]
 mod tests;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,6 +94,13 @@ use super::StoreError;
 /// The environment variable [`PgStore::from_env`] reads the connection URL from.
 pub const DATABASE_URL_ENV: &str = "IDEM_DATABASE_URL";
 
+/// The longest one of idem's own statements waits for a lock (the connection's
+/// `lock_timeout`). Its records are locked only for the instant of a write, or for the
+/// whole of a [`PgStore::begin`] transaction: a reservation that waits longer is behind an
+/// open transaction, so it is answered `IN_PROGRESS` ([`StoreError::Locked`]) at once
+/// rather than after the transaction's own [`lock_timeout`](PgStoreBuilder::lock_timeout).
+pub const IDEM_LOCK_WAIT: Duration = Duration::from_millis(100);
+
 /// Leases and retentions are capped at 100 years, which keeps `now() + duration` exact.
 const MAX_DURATION_MS: i64 = 100 * 365 * 24 * 3600 * 1000;
 
@@ -102,6 +111,7 @@ pub struct PgStoreBuilder {
     max_connections: usize,
     checkout_timeout: Duration,
     lock_timeout: Duration,
+    operation_timeout: Duration,
     connect: Connect,
 }
 
@@ -112,6 +122,7 @@ impl std::fmt::Debug for PgStoreBuilder {
             .field("max_connections", &self.max_connections)
             .field("checkout_timeout", &self.checkout_timeout)
             .field("lock_timeout", &self.lock_timeout)
+            .field("operation_timeout", &self.operation_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -138,11 +149,25 @@ impl PgStoreBuilder {
         self
     }
 
-    /// How long a statement waits for a row lock (the server's `lock_timeout`), e.g. a
-    /// duplicate of a [`PgTransaction`] that is still open.
-    /// Default: 5 seconds.
+    /// How long the statements of a [`PgTransaction`] (your writes through it) wait for a
+    /// lock, and how long a migration waits for another process's (the server's
+    /// `lock_timeout`). Default: 5 seconds. idem's own statements wait at most
+    /// [`IDEM_LOCK_WAIT`]: a call that finds its key held by a transaction still open is
+    /// told `IN_PROGRESS` after that, not after this.
     pub fn lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
+        self
+    }
+
+    /// The longest one store operation may take, from waiting for a connection to the
+    /// server's last answer. Past it the operation fails with [`StoreError::Backend`] (a
+    /// tool call answers `STORE_UNAVAILABLE` and its body does not run) and the connection
+    /// it used is closed, not pooled. This is what bounds a server that stops answering: a
+    /// frozen backend, or a network partition that drops packets, where neither the
+    /// server's timeouts nor TCP's (about 15 minutes) help. Default: 10 seconds. Keep it
+    /// above `checkout_timeout` and `lock_timeout`, or it cuts their waits short.
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
         self
     }
 
@@ -185,19 +210,42 @@ impl PgStoreBuilder {
             return Err(invalid("max_connections must be at least 1".into()));
         }
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
-        config.options(format!("{options}-c lock_timeout={}", self.lock_timeout.as_millis().max(1)));
+        config.options(format!("{options}-c lock_timeout={}", IDEM_LOCK_WAIT.as_millis()));
         if config.get_application_name().is_none() {
             config.application_name("idem");
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(5)); // an unreachable host is an answer in time
         }
-        let pool = Pool::new(config, self.connect, self.max_connections, self.checkout_timeout)
+        dead_peers_noticed(&mut config);
+        let timeouts = (self.checkout_timeout, self.operation_timeout);
+        let pool = Pool::new(config, self.connect, self.max_connections, timeouts)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
         let queries = Queries::new(&self.schema);
         let described = describe(pool.config(), &self.schema);
-        let inner = Inner { pool, queries, schema: self.schema, described, migrated: OnceCell::new() };
+        let lock_timeout = self.lock_timeout;
+        let inner = Inner { pool, queries, schema: self.schema, described, lock_timeout, migrated: OnceCell::new() };
         Ok(PgStore { inner: Arc::new(inner) })
+    }
+}
+
+/// TCP settings that notice a dead server or a broken network within about a minute, where
+/// the kernel's defaults take two hours (keepalive) or a quarter of an hour (retransmission):
+/// a pooled connection to a peer that is gone is closed instead of handed to the next
+/// operation. Settings the URL makes (`keepalives_idle=`, `tcp_user_timeout=`, ..) are kept.
+fn dead_peers_noticed(config: &mut Config) {
+    const KERNEL_KEEPALIVE_IDLE: Duration = Duration::from_secs(2 * 60 * 60); // tokio-postgres's default
+    if config.get_keepalives_idle() == KERNEL_KEEPALIVE_IDLE {
+        config.keepalives_idle(Duration::from_secs(30));
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(Duration::from_secs(10));
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(30)); // Linux: unacknowledged data
     }
 }
 
@@ -235,6 +283,8 @@ struct Inner {
     schema: String,
     /// What error messages call this store: see [`describe`].
     described: String,
+    /// See [`PgStoreBuilder::lock_timeout`].
+    lock_timeout: Duration,
     migrated: OnceCell<()>,
 }
 
@@ -278,6 +328,7 @@ impl PgStore {
             max_connections: 16,
             checkout_timeout: Duration::from_secs(5),
             lock_timeout: Duration::from_secs(5),
+            operation_timeout: Duration::from_secs(10),
             connect: no_tls,
         }
     }
@@ -289,7 +340,7 @@ impl PgStore {
 
     /// Creates the schema or applies missing migrations now, instead of on first use.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        self.conn().await.map(drop).map_err(self.failed("migrate"))
+        self.operation("migrate", async { self.conn().await.map(drop) }).await
     }
 
     /// [`migrate`](Self::migrate) for sync code.
@@ -302,6 +353,16 @@ impl PgStore {
         move |error| error.within(&self.inner.described, operation)
     }
 
+    /// Runs one operation within the operation timeout; its failure names this store and
+    /// `name`.
+    async fn operation<T>(
+        &self,
+        name: &'static str,
+        operation: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.inner.pool.deadline(operation).await.and_then(|done| done).map_err(self.failed(name))
+    }
+
     /// A pooled connection to a migrated schema.
     async fn conn(&self) -> Result<Pooled<'_>, StoreError> {
         let inner = &*self.inner;
@@ -309,7 +370,7 @@ impl PgStore {
         if inner.migrated.initialized() {
             return Ok(conn);
         }
-        inner.migrated.get_or_try_init(|| inner.queries.migrate(&mut conn.client)).await?;
+        inner.migrated.get_or_try_init(|| inner.queries.migrate(&mut conn.client, inner.lock_timeout)).await?;
         Ok(conn)
     }
 }

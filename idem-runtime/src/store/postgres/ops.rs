@@ -3,6 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::pool::block_on;
@@ -39,7 +40,7 @@ impl PgStore {
         let mut conn = self.conn().await?;
         let reserve = conn.statement(&self.inner.queries, Sql::Reserve).await?;
         let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &request.request, &lease];
-        if let Some(row) = conn.client.query_opt(&reserve, &params).await.map_err(backend)? {
+        if let Some(row) = conn.client.query_opt(&reserve, &params).await.map_err(locked_or_backend)? {
             let acquired: bool = row.try_get(0).map_err(|e| corrupt(id, e))?;
             return if acquired {
                 Ok(Reservation::Acquired { token: token_of(id, row.try_get(1))? })
@@ -55,7 +56,7 @@ impl PgStore {
             if let Some(row) = conn.client.query_opt(&read, &params[..2]).await.map_err(backend)? {
                 return Ok(Reservation::Existing(decode(id, &row, 0)?));
             }
-            if let Some(row) = conn.client.query_opt(&insert, &params).await.map_err(backend)? {
+            if let Some(row) = conn.client.query_opt(&insert, &params).await.map_err(locked_or_backend)? {
                 return Ok(Reservation::Acquired { token: token_of(id, row.try_get(0))? });
             }
         }
@@ -66,6 +67,16 @@ impl PgStore {
             )
             .into(),
         ))
+    }
+}
+
+/// A reservation's failure: [`StoreError::Locked`] when it gave up waiting for a row
+/// another transaction inserted and has not committed (a [`PgStore::begin`] still open),
+/// which waits at most [`IDEM_LOCK_WAIT`](super::IDEM_LOCK_WAIT).
+fn locked_or_backend(error: tokio_postgres::Error) -> StoreError {
+    match error.code() {
+        Some(&SqlState::LOCK_NOT_AVAILABLE) => StoreError::Locked,
+        _ => backend(error),
     }
 }
 
@@ -116,7 +127,7 @@ fn unix_ms(time: SystemTime) -> i64 {
 
 impl AsyncStore for PgStore {
     fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(async move { self.reserve_async(request).await.map_err(self.failed("reserve")) })
+        Box::pin(self.operation("reserve", self.reserve_async(request)))
     }
 
     fn take_over<'a>(
@@ -128,7 +139,7 @@ impl AsyncStore for PgStore {
         Box::pin(async move {
             let expired = db_token(expired)?;
             let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &expired, &duration_ms(lease)];
-            match self.query_opt(Sql::TakeOver, &params).await.map_err(self.failed("take over"))? {
+            match self.operation("take over", self.query_opt(Sql::TakeOver, &params)).await? {
                 Some(row) => token_of(id, row.try_get(0)),
                 None => Err(StoreError::Fenced),
             }
@@ -150,7 +161,7 @@ impl AsyncStore for PgStore {
             };
             let params: [&(dyn ToSql + Sync); 6] =
                 [&id.namespace, &id.key, &token, &state, &result, &duration_ms(retain)];
-            self.execute_fenced(Sql::Complete, &params).await.map_err(self.failed("complete"))
+            self.operation("complete", self.execute_fenced(Sql::Complete, &params)).await
         })
     }
 
@@ -159,27 +170,30 @@ impl AsyncStore for PgStore {
             let token = db_token(renewal.token)?;
             let Renew { id, lease, progress, .. } = renewal;
             let params: [&(dyn ToSql + Sync); 5] = [&id.namespace, &id.key, &token, &duration_ms(lease), &progress];
-            self.execute_fenced(Sql::Renew, &params).await.map_err(self.failed("renew"))
+            self.operation("renew", self.execute_fenced(Sql::Renew, &params)).await
         })
     }
 
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = db_token(token)?;
-            self.execute_fenced(Sql::Release, &[&id.namespace, &id.key, &token]).await.map_err(self.failed("release"))
+            let params: [&(dyn ToSql + Sync); 3] = [&id.namespace, &id.key, &token];
+            self.operation("release", self.execute_fenced(Sql::Release, &params)).await
         })
     }
 
     fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = db_token(token)?;
-            self.execute_fenced(Sql::Abandon, &[&id.namespace, &id.key, &token]).await.map_err(self.failed("abandon"))
+            let params: [&(dyn ToSql + Sync); 3] = [&id.namespace, &id.key, &token];
+            self.operation("abandon", self.execute_fenced(Sql::Abandon, &params)).await
         })
     }
 
     fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(async move {
-            let row = self.query_opt(Sql::Read, &[&id.namespace, &id.key]).await.map_err(self.failed("read"))?;
+            let params: [&(dyn ToSql + Sync); 2] = [&id.namespace, &id.key];
+            let row = self.operation("read", self.query_opt(Sql::Read, &params)).await?;
             row.map(|row| decode(id, &row, 0)).transpose()
         })
     }
@@ -192,7 +206,7 @@ impl AsyncStore for PgStore {
                 let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
                 conn.client.execute(&statement, &[&limit]).await.map_err(backend)
             };
-            let deleted = purged.await.map_err(self.failed("purge"))?;
+            let deleted = self.operation("purge", purged).await?;
             Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
         })
     }

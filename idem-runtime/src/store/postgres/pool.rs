@@ -25,8 +25,8 @@ use tokio::runtime::{self, Handle, RuntimeFlavor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot};
 use tokio_postgres::{Client, Config, Statement};
 
-use super::backend;
 use super::schema::{Queries, Sql};
+use super::{backend, deadline};
 use crate::store::{BoxFuture, StoreError};
 
 /// Opens one connection and starts driving it on the IO runtime (where it is called).
@@ -113,6 +113,7 @@ pub(super) struct Pool {
     permits: Arc<Semaphore>,
     max: usize,
     checkout_timeout: Duration,
+    operation_timeout: Duration,
 }
 
 impl Pool {
@@ -120,7 +121,7 @@ impl Pool {
         config: Config,
         connect: Connect,
         max: usize,
-        checkout_timeout: Duration,
+        (checkout_timeout, operation_timeout): (Duration, Duration),
     ) -> std::io::Result<Pool> {
         Ok(Pool {
             config,
@@ -130,7 +131,14 @@ impl Pool {
             permits: Arc::new(Semaphore::new(max)),
             max,
             checkout_timeout,
+            operation_timeout,
         })
+    }
+
+    /// Runs one store operation within the operation timeout (`Err` when it ran out); see
+    /// [`deadline`].
+    pub(super) async fn deadline<F: Future>(&self, operation: F) -> Result<F::Output, StoreError> {
+        deadline::within(&self.io.handle, self.operation_timeout, operation).await
     }
 
     pub(super) fn config(&self) -> &Config {
@@ -255,7 +263,11 @@ impl Drop for Pooled<'_> {
         // A statement still in flight (the caller's future was dropped) finishes before
         // the next one on this connection: the connection answers requests in order. An
         // unfinished transaction was rolled back when its `Transaction` was dropped.
-        if let Some(conn) = self.conn.take() {
+        // One that an operation out of time held is closed (dropped): the server may never
+        // answer what is in flight on it.
+        if let Some(conn) = self.conn.take()
+            && !deadline::discarding()
+        {
             self.pool.put_back(conn);
         }
     }

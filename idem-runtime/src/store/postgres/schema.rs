@@ -1,5 +1,7 @@
 //! The schema, its versioned migrations, and every statement the store prepares.
 
+use std::time::Duration;
+
 use tokio_postgres::Client;
 
 use super::backend;
@@ -157,13 +159,16 @@ impl Queries {
 
     /// Creates the schema or brings it to [`SCHEMA_VERSION`]; safe to run from many
     /// processes at once. Fails on a schema written by a newer idem.
-    pub(super) async fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
+    pub(super) async fn migrate(&self, client: &mut Client, lock_timeout: Duration) -> Result<(), StoreError> {
         let schema = &self.schema;
         let versions = format!("{schema}.idem_schema_version");
         if self.version(client, &versions).await? == Some(SCHEMA_VERSION) {
             return Ok(());
         }
         let tx = client.transaction().await.map_err(backend)?;
+        // Processes starting together wait for each other's migration, longer than idem's
+        // statements wait for a record.
+        tx.batch_execute(&set_lock_timeout(lock_timeout)).await.map_err(backend)?;
         tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&LOCK_CLASS, schema]).await.map_err(backend)?;
         let exists = tx.query_one("SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", &[schema]).await;
         if !exists.map_err(backend)?.get::<_, bool>(0) {
@@ -215,4 +220,9 @@ impl Queries {
         }
         Ok(Some(version))
     }
+}
+
+/// `SET LOCAL lock_timeout` for the transaction it runs in.
+pub(super) fn set_lock_timeout(timeout: Duration) -> String {
+    format!("SET LOCAL lock_timeout = {}", timeout.as_millis().clamp(1, i32::MAX as u128))
 }

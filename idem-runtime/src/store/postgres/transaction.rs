@@ -1,6 +1,9 @@
 //! Transactional mode for PostgreSQL: the key, your writes and the result commit together.
 //! See [`PgStore::begin`].
 
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -11,7 +14,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::ops::decode;
 use super::pool::Pooled;
-use super::schema::Sql;
+use super::schema::{Sql, set_lock_timeout};
 use super::{PgStore, backend, duration_ms};
 use crate::error::Error;
 use crate::store::sqlite::transaction::{
@@ -76,14 +79,16 @@ impl PgTransaction<'_> {
         let json = serde_json::to_string(result).map_err(|e| unserializable(id, &e))?;
         let params: [&(dyn ToSql + Sync); 6] =
             [&id.namespace, &id.key, &self.token, &"completed", &json, &duration_ms(self.retain)];
-        let failed = self.store.failed("commit");
-        let fail = |e: StoreError| unavailable(id, &failed(e));
         let conn = self.conn.as_mut().expect("open until committed or dropped");
-        let changed = conn.client.execute(&self.complete, &params).await.map_err(|e| fail(backend(e)))?;
-        if changed != 1 {
-            return Err(fail(StoreError::Backend("the transaction's writes removed its own key".into())));
-        }
-        conn.client.batch_execute("COMMIT").await.map_err(|e| fail(backend(e)))?;
+        let complete = &self.complete;
+        let committed = self.store.operation("commit", async {
+            let changed = conn.client.execute(complete, &params).await.map_err(backend)?;
+            if changed != 1 {
+                return Err(StoreError::Backend("the transaction's writes removed its own key".into()));
+            }
+            conn.client.batch_execute("COMMIT").await.map_err(backend)
+        });
+        committed.await.map_err(|e| unavailable(id, &e))?;
         self.conn.take(); // committed: back to the pool
         Ok(())
     }
@@ -92,8 +97,9 @@ impl PgTransaction<'_> {
     pub async fn rollback(mut self) -> Result<(), Error> {
         let id = RecordId { namespace: &self.namespace, key: &self.key };
         let conn = self.conn.as_mut().expect("open until committed or dropped");
-        let rolled_back = conn.client.batch_execute("ROLLBACK").await.map_err(backend);
-        rolled_back.map_err(|e| unavailable(id, &self.store.failed("rollback")(e)))?;
+        let rolled_back =
+            self.store.operation("rollback", async { conn.client.batch_execute("ROLLBACK").await.map_err(backend) });
+        rolled_back.await.map_err(|e| unavailable(id, &e))?;
         self.conn.take();
         Ok(())
     }
@@ -103,7 +109,11 @@ impl Drop for PgTransaction<'_> {
     fn drop(&mut self) {
         // Roll back on the store's IO thread, then return the connection; the connection
         // answers in order, so a statement still in flight finishes first.
-        if let Some(conn) = self.conn.take() {
+        // One that an operation out of time dropped is closed instead: the server rolls it
+        // back when the connection ends.
+        if let Some(conn) = self.conn.take()
+            && !super::deadline::discarding()
+        {
             self.store.roll_back_later(conn);
         }
     }
@@ -147,6 +157,17 @@ impl PgStore {
         retain: Duration,
     ) -> Result<Begun<'_, T>, Error> {
         let request = canonical_request(id, compare)?;
+        let begun = self.inner.pool.deadline(self.reserve_in_transaction(id, &request, retain)).await;
+        begun.unwrap_or_else(|timed_out| Err(unavailable(id, &self.failed("begin")(timed_out))))
+    }
+
+    /// [`begin`](Self::begin) once the compared fields are serialized.
+    async fn reserve_in_transaction<T: DeserializeOwned>(
+        &self,
+        id: RecordId<'_>,
+        request: &str,
+        retain: Duration,
+    ) -> Result<Begun<'_, T>, Error> {
         let failed = self.failed("begin");
         let fail = |e: StoreError| unavailable(id, &failed(e));
         let mut conn = self.conn().await.map_err(fail)?;
@@ -156,6 +177,7 @@ impl PgStore {
         let complete = conn.statement(queries, Sql::Complete).await.map_err(fail)?;
         let lease = duration_ms(crate::DEFAULT_LEASE);
         let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &request, &lease];
+        let set_lock_timeout = set_lock_timeout(self.inner.lock_timeout);
         for _ in 0..ROUNDS {
             conn.client.batch_execute("BEGIN").await.map_err(|e| fail(backend(e)))?;
             // From here until COMMIT, dropping the transaction rolls back.
@@ -168,8 +190,14 @@ impl PgStore {
                 retain,
                 complete: complete.clone(),
             };
-            match tx.query_opt(&insert, &params).await {
+            // The reservation waits for a duplicate's open transaction at most
+            // IDEM_LOCK_WAIT; your writes after it wait up to `lock_timeout`. Sent together,
+            // they cost one round trip.
+            let (inserted, lock_timeout_set) =
+                both(tx.query_opt(&insert, &params), tx.batch_execute(&set_lock_timeout)).await;
+            match inserted {
                 Ok(Some(row)) => {
+                    lock_timeout_set.map_err(|e| fail(backend(e)))?;
                     tx.token = row.try_get(0).map_err(|e| fail(backend(e)))?;
                     return Ok(Begun::Run(tx));
                 }
@@ -199,10 +227,40 @@ impl PgStore {
         let (conn, permit) = conn.into_parts();
         let inner = self.inner.clone();
         self.inner.pool.spawn(async move {
-            if conn.client.batch_execute("ROLLBACK").await.is_ok() {
+            // Bounded like any operation: a server that stopped answering must not keep the
+            // pool slot forever. The connection is closed unless it rolled back.
+            let rolled_back = inner.pool.deadline(conn.client.batch_execute("ROLLBACK")).await;
+            if let Ok(Ok(())) = rolled_back {
                 inner.pool.put_back(conn);
             }
             drop(permit);
         });
     }
+}
+
+/// Both futures' outputs, polled together: statements on one connection started this way
+/// are pipelined, sent in the order given without waiting for each other's answers.
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (pin!(a), pin!(b));
+    let (mut a_done, mut b_done) = (None, None);
+    poll_fn(|cx| {
+        if a_done.is_none()
+            && let Poll::Ready(output) = a.as_mut().poll(cx)
+        {
+            a_done = Some(output);
+        }
+        if b_done.is_none()
+            && let Poll::Ready(output) = b.as_mut().poll(cx)
+        {
+            b_done = Some(output);
+        }
+        match (a_done.take(), b_done.take()) {
+            (Some(a), Some(b)) => Poll::Ready((a, b)),
+            (a, b) => {
+                (a_done, b_done) = (a, b);
+                Poll::Pending
+            }
+        }
+    })
+    .await
 }

@@ -15,6 +15,8 @@ use super::*;
 use crate::store::{AsyncStore, Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store};
 use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store, check_unknown_state};
 
+mod locks;
+
 /// The variable that names the test server.
 const TEST_URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
 
@@ -383,29 +385,6 @@ fn a_full_pool_fails_after_the_checkout_timeout() {
     assert!(started.elapsed() >= Duration::from_millis(150), "gave up too early: {:?}", started.elapsed());
     drop(held);
     assert!(matches!(reserve(&store, "waits"), Ok(Reservation::Acquired { .. })));
-}
-
-/// A duplicate of an open transaction waits on its row lock, and after `lock_timeout` is
-/// told IN_PROGRESS; once the first commits, it replays.
-#[test]
-fn a_duplicate_of_an_open_transaction_waits_then_replays_or_is_in_progress() {
-    let Some(db) = TestDb::get("a_duplicate_of_an_open_transaction_waits_then_replays_or_is_in_progress") else {
-        return;
-    };
-    let store = db.builder().lock_timeout(Duration::from_millis(200)).build().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let Ok(Begun::Run(first)) = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await else {
-            panic!("a new key runs")
-        };
-        let started = Instant::now();
-        let error = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await.unwrap_err();
-        assert_eq!(error.code(), crate::ErrorCode::InProgress, "{error}");
-        assert!(started.elapsed() >= Duration::from_millis(150), "waited {:?}", started.elapsed());
-        first.commit(&7).await.unwrap();
-        let again = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await;
-        assert!(matches!(again, Ok(Begun::Replayed(7))), "{again:?}");
-    });
 }
 
 /// Needs no server: a refused connection is a backend error (STORE_UNAVAILABLE), never

@@ -1,0 +1,81 @@
+//! Keys held by a transaction still open: its duplicates are told IN_PROGRESS after
+//! `IDEM_LOCK_WAIT`, not after the transaction's own `lock_timeout`, which still bounds
+//! the writes made through it.
+
+use super::*;
+
+/// A duplicate `begin` is IN_PROGRESS within a fraction of `lock_timeout`; once the first
+/// commits, it replays.
+#[test]
+fn a_duplicate_begin_is_in_progress_at_once_then_replays() {
+    let Some(db) = TestDb::get("a_duplicate_begin_is_in_progress_at_once_then_replays") else { return };
+    let store = db.builder().lock_timeout(Duration::from_secs(30)).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let Ok(Begun::Run(first)) = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await else {
+            panic!("a new key runs")
+        };
+        let started = Instant::now();
+        let error = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await.unwrap_err();
+        assert_eq!(error.code(), crate::ErrorCode::InProgress, "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a 30 s lock_timeout", started.elapsed());
+        first.commit(&7).await.unwrap();
+        let again = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await;
+        assert!(matches!(again, Ok(Begun::Replayed(7))), "{again:?}");
+    });
+}
+
+/// A tool's reservation of a key that an open transaction holds is `Locked` (the tool
+/// answers IN_PROGRESS), on both entries, well before `lock_timeout`; after a rollback
+/// the key is free.
+#[test]
+fn a_reservation_behind_an_open_transaction_is_locked_at_once() {
+    let Some(db) = TestDb::get("a_reservation_behind_an_open_transaction_is_locked_at_once") else { return };
+    let store = db.builder().lock_timeout(Duration::from_secs(30)).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let open = runtime.block_on(store.begin::<i32>(id("held"), &(), Duration::from_secs(60)));
+    let Ok(Begun::Run(open)) = open else { panic!("a new key runs") };
+    let started = Instant::now();
+    let sync = reserve(&store, "held");
+    assert!(matches!(sync, Err(StoreError::Locked)), "{sync:?}");
+    let request = Reserve { id: id("held"), request: "{}", lease: Duration::from_secs(60) };
+    let async_entry = runtime.block_on(AsyncStore::reserve(&store, request));
+    assert!(matches!(async_entry, Err(StoreError::Locked)), "{async_entry:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a 30 s lock_timeout", started.elapsed());
+    runtime.block_on(open.rollback()).unwrap();
+    assert!(matches!(reserve(&store, "held"), Ok(Reservation::Acquired { .. })));
+}
+
+/// The writes made through a transaction wait for a lock up to `lock_timeout`, longer than
+/// idem's own statements do: a row locked by someone else for several `IDEM_LOCK_WAIT`s is
+/// written once it is free.
+#[test]
+fn writes_through_a_transaction_wait_up_to_lock_timeout() {
+    let Some(db) = TestDb::get("writes_through_a_transaction_wait_up_to_lock_timeout") else { return };
+    let store = db.builder().lock_timeout(Duration::from_secs(30)).build().unwrap();
+    let table = format!("{}.locked_rows", store.schema());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        store.migrate().await.unwrap();
+        let (other, connection) = tokio_postgres::connect(&db.url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        other
+            .batch_execute(&format!("CREATE TABLE {table} (id int PRIMARY KEY); INSERT INTO {table} VALUES (1)"))
+            .await
+            .unwrap();
+        other.batch_execute(&format!("BEGIN; SELECT * FROM {table} FOR UPDATE")).await.unwrap();
+        let Ok(Begun::Run(tx)) = store.begin::<i32>(id("writes"), &(), Duration::from_secs(60)).await else {
+            panic!("a new key runs")
+        };
+        // Held for five of idem's lock waits, then let go.
+        let holder = tokio::spawn(async move {
+            tokio::time::sleep(IDEM_LOCK_WAIT * 5).await;
+            other.batch_execute("COMMIT").await.unwrap();
+        });
+        let started = Instant::now();
+        tx.execute(&format!("UPDATE {table} SET id = 2 WHERE id = 1"), &[]).await.unwrap();
+        assert!(started.elapsed() >= IDEM_LOCK_WAIT * 4, "the row was free early: {:?}", started.elapsed());
+        tx.commit(&1).await.unwrap();
+        holder.await.unwrap();
+    });
+}
