@@ -11,6 +11,7 @@
 //! - `error_serde`: `idem::Error` round-trips through serde.
 //! - `default_store`: the default store does not move with the working directory.
 //! - `slow_calls`: leases renewed while a body runs; killed processes and `max_hold`.
+//! - `pg_faults`: a PostgreSQL server or network that stops answering never hangs a call.
 
 #[path = "edges/custom_store.rs"]
 mod custom_store;
@@ -20,6 +21,8 @@ mod default_store;
 mod error_serde;
 #[path = "edges/namespaces.rs"]
 mod namespaces;
+#[path = "edges/pg_faults.rs"]
+mod pg_faults;
 #[path = "edges/replay_marker.rs"]
 mod replay_marker;
 #[path = "edges/round_trip.rs"]

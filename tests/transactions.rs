@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use idem::store::postgres::Begun;
 use idem::store::{PgStore, RecordId, Store, Transacted, TransactionError};
-use idem::{DEFAULT_RETAIN, ErrorCode, SqliteStore};
+use idem::{DEFAULT_RETAIN, ErrorCode, SqliteStore, idempotent};
 use tokio_postgres::NoTls;
 
 const KEYS: usize = 40;
@@ -213,7 +213,18 @@ fn postgres_concurrent_duplicates_write_one_effect() {
             let racers: Vec<_> = (0..RACERS)
                 .map(|_| {
                     let (store, key) = (store.clone(), key.clone());
-                    tokio::spawn(async move { pg_order(&store, &key, 5, false).await })
+                    tokio::spawn(async move {
+                        // A duplicate of a transaction still open is told IN_PROGRESS and
+                        // asks again, as a caller following the answer does.
+                        loop {
+                            match pg_order(&store, &key, 5, false).await {
+                                Err(code) if code == "IN_PROGRESS" => {
+                                    tokio::time::sleep(Duration::from_millis(5)).await
+                                }
+                                answer => return answer,
+                            }
+                        }
+                    })
                 })
                 .collect();
             let mut ran = 0;
@@ -227,6 +238,38 @@ fn postgres_concurrent_duplicates_write_one_effect() {
             assert_eq!(ran, 1, "{key}: the body ran {ran} times");
             assert_eq!(pg_effects(&url, &store, &key).await, 1, "{key}: one effect");
         }
+    });
+    drop_schema(&url, &store, &runtime);
+}
+
+/// A tool whose key is held by a transaction still open (same namespace and key).
+#[idempotent(key = "<key>", namespace = "tx-test", store = store)]
+async fn order_tool(store: &PgStore, key: String) -> Result<i64, idem::Error> {
+    panic!("{key}: the body must not run while the transaction holds the key, nor after it committed")
+}
+
+/// A tool call that duplicates an open `begin` is IN_PROGRESS (with a retry hint) well
+/// before the transaction's `lock_timeout`, and once the transaction commits it replays the
+/// transaction's result.
+#[test]
+fn postgres_a_tool_call_behind_an_open_transaction_is_in_progress_at_once() {
+    let Some((url, store, runtime)) =
+        postgres("postgres_a_tool_call_behind_an_open_transaction_is_in_progress_at_once")
+    else {
+        return;
+    };
+    let slow_locks =
+        PgStore::builder(&url).schema(store.schema()).lock_timeout(Duration::from_secs(60)).build().unwrap();
+    runtime.block_on(async {
+        let Ok(Begun::<i64>::Run(tx)) = slow_locks.begin(id("held"), &(), DEFAULT_RETAIN).await else { panic!() };
+        let started = std::time::Instant::now();
+        let error = order_tool(&slow_locks, "held".into()).await.unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InProgress, "{error}");
+        let running = error.running().expect("a retry hint");
+        assert!(running.retry_after >= Duration::from_millis(100), "{running:?}");
+        assert!(started.elapsed() < Duration::from_secs(20), "waited {:?} of a 60 s lock_timeout", started.elapsed());
+        tx.commit(&42).await.unwrap();
+        assert_eq!(order_tool(&slow_locks, "held".into()).await.unwrap(), 42);
     });
     drop_schema(&url, &store, &runtime);
 }

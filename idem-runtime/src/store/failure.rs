@@ -1,6 +1,9 @@
 //! A backend failure told with what failed: which store, which operation, and the driver's
 //! own words, so that a STORE_UNAVAILABLE answer can be acted on without a debugger.
 
+// Until the SQLite store names its operations too, only PostgreSQL uses this.
+#![cfg_attr(not(feature = "postgres"), allow(dead_code))]
+
 use std::error::Error;
 use std::fmt;
 

@@ -211,7 +211,7 @@ impl PgStore {
             conn.client.batch_execute("ROLLBACK").await.map_err(|e| fail(backend(e)))?;
             if let Some(row) = row {
                 let record = decode(id, &row, 0).map_err(fail)?;
-                return match answer_existing::<T, std::convert::Infallible>(id, &request, record) {
+                return match answer_existing::<T, std::convert::Infallible>(id, request, record) {
                     Ok(found) => Ok(Begun::Replayed(found.into_inner())),
                     Err(TransactionError::Idem(error)) => Err(error),
                     Err(TransactionError::Body(never)) => match never {},
