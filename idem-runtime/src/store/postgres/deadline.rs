@@ -65,3 +65,49 @@ pub(super) async fn within<F: Future>(
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a deadline adds to an operation that waits once (as every round trip does),
+    /// from a multi-threaded runtime, as async tools call: `cargo test --release -p
+    /// idem-runtime --features postgres deadline_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn deadline_cost() {
+        let io = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let timer = io.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let io_thread = std::thread::spawn(move || io.block_on(async move { stopped.await.ok() }));
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        const N: u32 = 200_000;
+        for round in 0..3 {
+            let plain = runtime.block_on(async {
+                let started = std::time::Instant::now();
+                for _ in 0..N {
+                    let _: Result<(), StoreError> = async {
+                        tokio::task::yield_now().await;
+                        Ok(())
+                    }
+                    .await;
+                }
+                started.elapsed() / N
+            });
+            let bounded = runtime.block_on(async {
+                let started = std::time::Instant::now();
+                for _ in 0..N {
+                    let _ = within(&timer, Duration::from_secs(10), async {
+                        tokio::task::yield_now().await;
+                        Ok::<(), StoreError>(())
+                    })
+                    .await;
+                }
+                started.elapsed() / N
+            });
+            println!("round {round}: plain {plain:?}, with a deadline {bounded:?}");
+        }
+        drop(stop);
+        io_thread.join().unwrap();
+    }
+}
