@@ -151,18 +151,19 @@ const PURGE: &str = concat!(
 /// # The file while the store is open
 ///
 /// A store answers from the file it opened, and only that one. While a process has it
-/// open, others may read the file (`sqlite3`, `idem list`, `idem show`) and settle keys
-/// with `idem resolve`, but nobody may delete, move or replace it (or restore a backup
-/// over it): a store that finds its path naming another file, or none, fails every
-/// operation from then on with [`StoreError::Backend`] (its tools answer
-/// `STORE_UNAVAILABLE` and run nothing) and never creates a file in place of a deleted
+/// open, anyone may read the file (`sqlite3`, `idem list`, `idem show`) and settle keys
+/// with `idem resolve`; nobody may delete, move or replace it, nor restore a backup into
+/// it (`cp`, or sqlite3's `.restore`: keys completed since the backup would run again).
+/// A store that finds another file at its path, or none, fails every operation from then
+/// on with [`StoreError::Backend`] naming the file and what happened (its tools answer
+/// `STORE_UNAVAILABLE` and run nothing), and never creates a file in place of a deleted
 /// one; only opening the store again (restarting the process) uses the file then at the
 /// path. It checks when it opens a connection, right before it reserves a key, and at
-/// most every 10 ms before other operations (so a replay may still come from the file
-/// it opened for that long). To reset a store, stop the processes that use it, delete
-/// the file with its `-wal` and `-shm` files, and start them again. Identity is device and
-/// inode on unix; elsewhere a deleted file is noticed, and a replaced one where the file
-/// system reports creation times.
+/// most every 10 ms before other operations (so a replay may still come from the file it
+/// opened for that long). To reset or restore a store, stop the processes that use it,
+/// delete (or replace) the file together with its `-wal` and `-shm` files, and start
+/// them again. Files are told apart by device and inode on unix; elsewhere a deleted file
+/// is noticed, and a replaced one where the file system records creation times.
 #[derive(Debug)]
 pub struct SqliteStore {
     options: open::Options,
