@@ -4,6 +4,7 @@
 //! - `namespaces`: tools of one name never share records by accident; `<tool>_record_id`.
 //! - `unreadable`: a record in a state the store does not know is RECORD_UNREADABLE.
 //! - `sqlite_open`: processes opening one new SQLite file together all get the store.
+//! - `sqlite_file_replaced`: a store whose file is deleted or replaced answers from none.
 //! - `round_trip`: a result that does not read back from its JSON never poisons its key.
 //! - `replay_marker`: `"replayed": true` only where a model reads JSON or a type asks.
 //! - `custom_store`: a sync `Store` serves async tools through `FromSync`.
@@ -29,6 +30,8 @@ mod replay_marker;
 mod round_trip;
 #[path = "edges/slow_calls.rs"]
 mod slow_calls;
+#[path = "edges/sqlite_file_replaced.rs"]
+mod sqlite_file_replaced;
 #[path = "edges/sqlite_open.rs"]
 mod sqlite_open;
 #[path = "edges/store_methods.rs"]

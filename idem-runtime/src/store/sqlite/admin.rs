@@ -68,7 +68,7 @@ impl SqliteStore {
             StateFilter::Failed => Some("failed"),
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(|conn| {
+        self.with_conn("list", |conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
@@ -101,7 +101,7 @@ impl SqliteStore {
     /// an operator who checked with the provider that the action happened. Whoever still
     /// holds the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
     pub fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
-        let changed = self.with_conn(|conn| {
+        let changed = self.with_conn("resolve", |conn| {
             let mut stmt = conn.prepare_cached(SET_DONE).map_err(backend)?;
             stmt.execute(params![result, duration_ms(retain), id.namespace, id.key]).map_err(backend)
         })?;
@@ -112,7 +112,7 @@ impl SqliteStore {
     /// operator who checked with the provider that it did not happen. Whoever still holds
     /// the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
     pub fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        let changed = self.with_conn(|conn| {
+        let changed = self.with_conn("resolve", |conn| {
             let mut stmt = conn.prepare_cached(RELEASE_ANY).map_err(backend)?;
             stmt.execute(params![id.namespace, id.key]).map_err(backend)
         })?;
@@ -122,6 +122,8 @@ impl SqliteStore {
 
 impl PlantRecord for SqliteStore {
     fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
-        self.with_conn(|conn| conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend))
+        self.with_conn("plant", |conn| {
+            conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend)
+        })
     }
 }

@@ -37,12 +37,13 @@
 //! (creation, update, lease end) is read from SQLite's clock inside the statement that
 //! uses it.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
+use self::identity::Identity;
 use super::{
     Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
 };
@@ -146,80 +147,64 @@ const PURGE: &str = concat!(
 ///
 /// Each operation borrows a connection from a small internal pool, so calls from several
 /// threads do not queue behind one connection.
+///
+/// # The file while the store is open
+///
+/// A store answers from the file it opened, and only that one. While a process has it
+/// open, anyone may read the file (`sqlite3`, `idem list`, `idem show`) and settle keys
+/// with `idem resolve`; nobody may delete, move or replace it, nor restore a backup into
+/// it (`cp`, or sqlite3's `.restore`: keys completed since the backup would run again).
+/// A store that finds another file at its path, or none, fails every operation from then
+/// on with [`StoreError::Backend`] naming the file and what happened (its tools answer
+/// `STORE_UNAVAILABLE` and run nothing), and never creates a file in place of a deleted
+/// one; only opening the store again (restarting the process) uses the file then at the
+/// path. It checks when it opens a connection, right before it reserves a key, and at
+/// most every 10 ms before other operations (so a replay may still come from the file it
+/// opened for that long). To reset or restore a store, stop the processes that use it,
+/// delete (or replace) the file together with its `-wal` and `-shm` files, and start
+/// them again. Files are told apart by device and inode on unix; elsewhere a deleted file
+/// is noticed, and a replaced one where the file system records creation times.
 #[derive(Debug)]
 pub struct SqliteStore {
-    path: PathBuf,
-    synchronous: Synchronous,
-    busy_timeout: Duration,
+    options: open::Options,
+    identity: Identity,
     idle: Mutex<Vec<Connection>>,
+    /// The connection that set the file up, open until the store is dropped: while it is,
+    /// the file's inode cannot be freed and given to a replacement, which would then pass
+    /// for the file this store opened. The pool alone may hold no connection at times (a
+    /// transaction body that panics takes its connection with it).
+    #[expect(dead_code, reason = "held open, never used")]
+    anchor: Mutex<Connection>,
 }
 
 impl SqliteStore {
     /// The file this store was opened on, as an absolute path, for logs and error messages.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.options.path
     }
 
-    /// Runs `f` on a pooled connection, opening one if none is idle.
-    fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => self.connect().map_err(|e| self.in_file(e))?,
-        };
-        let result = f(&conn).map_err(|e| self.in_file(e));
-        self.put_back(conn);
-        result
-    }
-
-    /// A backend failure with the file it happened on, so that a STORE_UNAVAILABLE answer
-    /// tells an operator which file failed; the original error stays its source.
-    fn in_file(&self, error: StoreError) -> StoreError {
+    /// A backend failure with this store's file and the operation named, so that a
+    /// STORE_UNAVAILABLE answer says which file failed doing what; other errors as they are.
+    pub(super) fn within(&self, error: StoreError, operation: &'static str) -> StoreError {
         match error {
-            StoreError::Backend(error) => StoreError::Backend(Box::new(InFile { path: self.path.clone(), error })),
+            StoreError::Backend(_) => error.within(&format!("SQLite {}", self.path().display()), operation),
             other => other,
         }
     }
 
     /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
     /// it changed nothing, because the token no longer holds the record.
-    fn execute_fenced(&self, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
-        let changed = self.with_conn(|conn| {
+    fn execute_fenced(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<(), StoreError> {
+        let changed = self.with_conn(operation, |conn| {
             let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
             stmt.execute(params).map_err(backend)
         })?;
         if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
-    }
-
-    /// Returns a connection to the pool, unless the pool is full or the connection was left
-    /// inside a transaction.
-    fn put_back(&self, conn: Connection) {
-        if !conn.is_autocommit() {
-            return;
-        }
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < MAX_IDLE {
-            idle.push(conn);
-        }
-    }
-}
-
-/// A backend error and the store file it happened on.
-#[derive(Debug)]
-struct InFile {
-    path: PathBuf,
-    error: Box<dyn std::error::Error + Send + Sync>,
-}
-
-impl std::fmt::Display for InFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.error)
-    }
-}
-
-impl std::error::Error for InFile {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.error)
     }
 }
 
@@ -262,12 +247,13 @@ impl Store for SqliteStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         let id = request.id;
         let lease = duration_ms(request.lease);
-        self.with_conn(|conn| {
+        self.with_conn("reserve", |conn| {
             for _ in 0..RESERVE_ROUNDS {
                 // A repeat finds its record with one read, without taking the write lock.
                 if let Some(record) = read_record(conn, id)? {
                     return Ok(Reservation::Existing(record));
                 }
+                self.check_file()?;
                 let inserted = conn
                     .prepare_cached(INSERT)
                     .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request.request, lease)))
@@ -292,7 +278,8 @@ impl Store for SqliteStore {
 
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         let expired = i64::try_from(expired.0).map_err(|_| StoreError::Fenced)?;
-        self.with_conn(|conn| {
+        self.with_conn("take over", |conn| {
+            self.check_file()?;
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
             let found: Option<(String, i64)> = tx
                 .prepare_cached(TAKE_OVER_FIND)
@@ -318,7 +305,7 @@ impl Store for SqliteStore {
     fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
         let token = i64::try_from(renewal.token.0).map_err(|_| StoreError::Fenced)?;
         let Renew { id, lease, progress, .. } = renewal;
-        self.execute_fenced(RENEW, (token, id.namespace, id.key, duration_ms(lease), progress))
+        self.execute_fenced("renew", RENEW, (token, id.namespace, id.key, duration_ms(lease), progress))
     }
 
     fn complete(
@@ -334,26 +321,26 @@ impl Store for SqliteStore {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        self.execute_fenced(COMPLETE, (state, result, token, id.namespace, id.key, duration_ms(retain)))
+        self.execute_fenced("complete", COMPLETE, (state, result, token, id.namespace, id.key, duration_ms(retain)))
     }
 
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(ABANDON, (token, id.namespace, id.key))
+        self.execute_fenced("abandon", ABANDON, (token, id.namespace, id.key))
     }
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced(RELEASE, (token, id.namespace, id.key))
+        self.execute_fenced("release", RELEASE, (token, id.namespace, id.key))
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        self.with_conn(|conn| read_record(conn, id))
+        self.with_conn("read", |conn| read_record(conn, id))
     }
 
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(|conn| {
+        self.with_conn("purge", |conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
             stmt.execute([limit]).map_err(backend)
         })
@@ -364,7 +351,9 @@ crate::store::async_store_from_sync!(SqliteStore);
 crate::store::inherent_store_ops!(impl[] SqliteStore);
 
 mod admin;
+mod identity;
 mod open;
+mod pool;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;

@@ -3,10 +3,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
+use super::identity::{FileId, Identity};
 use super::{SCHEMA_VERSION, SqliteStore, backend};
 use crate::store::StoreError;
 
@@ -104,20 +106,33 @@ impl SqliteStoreBuilder {
     /// on first use. A relative path is made absolute against the working directory now,
     /// once: connections the pool opens later use the same file even if the process
     /// changes its working directory.
-    /// Every failure names the file.
+    /// Every failure names the file, and the operating system's reason where SQLite's
+    /// own message does not give one.
     pub fn open(self) -> Result<SqliteStore, StoreError> {
+        let named = |e: StoreError, path: &Path| e.within(&format!("SQLite {}", path.display()), "open");
         let path = std::path::absolute(&self.path)
-            .map_err(|e| StoreError::Backend(format!("{}: {e}", self.path.display()).into()))?;
-        let store = SqliteStore {
-            path,
-            synchronous: self.synchronous,
-            busy_timeout: self.busy_timeout,
-            idle: Mutex::new(Vec::new()),
-        };
-        let conn = store.create_parent().and_then(|()| store.set_up()).map_err(|e| store.in_file(e))?;
-        store.put_back(conn);
-        Ok(store)
+            .map_err(|e| named(StoreError::Backend(format!("making the path absolute: {e}").into()), &self.path))?;
+        let options = Options { path, synchronous: self.synchronous, busy_timeout: self.busy_timeout };
+        let anchor = options.create_parent().and_then(|()| options.set_up()).map_err(|e| named(e, &options.path))?;
+        let identity = FileId::of(&options.path)
+            .map(Identity::new)
+            .map_err(|e| StoreError::Backend(format!("reading which file it is (device and inode): {e}").into()));
+        // The file just set up must be the one at the path, or this store would answer
+        // from a file nobody else opens.
+        let identity =
+            identity.and_then(|identity| identity.check_connection(&anchor, &options.path).map(|()| identity));
+        let identity = identity.map_err(|e| named(e, &options.path))?;
+        Ok(SqliteStore { options, identity, idle: Mutex::new(Vec::new()), anchor: Mutex::new(anchor) })
     }
+}
+
+/// Where and how a store opens its connections.
+#[derive(Debug)]
+pub(super) struct Options {
+    /// Absolute.
+    pub(super) path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
 }
 
 impl SqliteStore {
@@ -136,21 +151,27 @@ impl SqliteStore {
             busy_timeout: Duration::from_secs(5),
         }
     }
+}
 
+impl Options {
     fn create_parent(&self) -> Result<(), StoreError> {
-        match self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) => std::fs::create_dir_all(parent).map_err(|e| StoreError::Backend(Box::new(e))),
-            None => Ok(()),
-        }
+        let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(parent).map_err(|e| {
+            // With a file in the way, `create_dir_all` says only "File exists".
+            let blocker = parent.ancestors().find(|a| a.symlink_metadata().is_ok()).filter(|a| !a.is_dir());
+            let why = match blocker {
+                Some(blocker) => format!("{} exists and is not a directory", blocker.display()),
+                None => e.to_string(),
+            };
+            StoreError::Backend(format!("creating its directory {}: {why}", parent.display()).into())
+        })
     }
 
     /// Opens and configures a new connection (per-connection pragmas only).
-    pub(super) fn connect(&self) -> Result<Connection, StoreError> {
-        self.try_connect().map_err(backend)
-    }
-
-    fn try_connect(&self) -> Result<Connection, rusqlite::Error> {
-        let mut conn = Connection::open(&self.path)?;
+    pub(super) fn connect(&self, flags: OpenFlags) -> Result<Connection, rusqlite::Error> {
+        let mut conn = Connection::open_with_flags(&self.path, flags)?;
         conn.busy_handler(Some(wait_for_lock(self.busy_timeout)))?;
         let synchronous = match self.synchronous {
             Synchronous::Full => "FULL",
@@ -172,13 +193,14 @@ impl SqliteStore {
         let started = Instant::now();
         let mut pause = Duration::from_micros(200);
         loop {
-            let attempt = self.try_connect().map_err(Init::from).and_then(|conn| {
+            let attempt = self.connect(OpenFlags::default()).map_err(Init::from).and_then(|conn| {
                 self.init_once(&conn)?;
                 Ok(conn)
             });
             let error = match attempt {
                 Err(Init::Busy(error)) => error,
                 Err(Init::Failed(error)) => return Err(error),
+                Err(Init::Driver(error)) => return Err(self.explained(error)),
                 Ok(conn) => return Ok(conn),
             };
             let waited = started.elapsed();
@@ -242,12 +264,69 @@ impl SqliteStore {
     fn open_error(&self, why: String) -> StoreError {
         StoreError::Backend(format!("cannot be opened as an idem store: {why}").into())
     }
+
+    /// A driver error, with the operating system's reason where SQLite gives none: it says
+    /// "unable to open database file" or "attempt to write a readonly database" whatever
+    /// the cause.
+    pub(super) fn explained(&self, error: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode::{CannotOpen, ReadOnly};
+        let refused = matches!(error.sqlite_error_code(), Some(CannotOpen | ReadOnly));
+        match refused.then(|| why_refused(&self.path)).flatten() {
+            Some(why) => StoreError::Backend(Box::new(Refused { error, why })),
+            None => backend(error),
+        }
+    }
+}
+
+/// Why the operating system refuses SQLite the file at `path`, found by trying what SQLite
+/// needs, but never by opening the file itself: closing any descriptor of it would
+/// release the locks this process's SQLite connections hold on it.
+fn why_refused(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => return Some("the path is a directory".to_owned()),
+        Ok(meta) if meta.permissions().readonly() => return Some("the file is read-only".to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Some(format!("reading its metadata: {e}")),
+    }
+    // SQLite creates the file, or its -wal and -shm files, in its directory.
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent()?;
+    let probe = dir.join(format!(".idem-probe-{}-{}", std::process::id(), PROBES.fetch_add(1, Ordering::Relaxed)));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(file) => {
+            drop(file);
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => Some(format!("creating a file in {}: {e}", dir.display())),
+    }
+}
+
+/// A driver error and the operating system's reason for it.
+#[derive(Debug)]
+struct Refused {
+    error: rusqlite::Error,
+    why: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.error, self.why)
+    }
+}
+
+impl std::error::Error for Refused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
 }
 
 /// Why one attempt to set a file up failed: busy (another connection holds the lock it
 /// needs; try again) or for good.
 enum Init {
     Busy(rusqlite::Error),
+    Driver(rusqlite::Error),
     Failed(StoreError),
 }
 
@@ -255,7 +334,7 @@ impl From<rusqlite::Error> for Init {
     fn from(error: rusqlite::Error) -> Self {
         match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Init::Busy(error),
-            _ => Init::Failed(backend(error)),
+            _ => Init::Driver(error),
         }
     }
 }

@@ -115,7 +115,7 @@ fn synchronous_normal_works() {
         .open()
         .unwrap();
     let mode: i64 =
-        store.with_conn(|c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(backend)).unwrap();
+        store.with_conn("read", |c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(backend)).unwrap();
     assert_eq!(mode, 1, "PRAGMA synchronous must be NORMAL (1)");
     let Reservation::Acquired { token } = reserve(&store, "normal") else {
         panic!("a new key must be acquired");
@@ -285,20 +285,20 @@ fn a_file_locked_past_the_busy_timeout_fails_to_open_and_says_why() {
     SqliteStore::builder(&path).busy_timeout(Duration::from_millis(100)).open().unwrap();
 }
 
-/// A backend failure names the store's file, so that STORE_UNAVAILABLE says which file
-/// failed, and keeps the original error as its source; other errors pass unchanged.
+/// A backend failure names the store's file and the operation, so that STORE_UNAVAILABLE
+/// says which file failed doing what, and keeps the original error as its source; other
+/// errors pass unchanged.
 #[test]
 fn backend_failures_name_the_file_and_keep_their_source() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("named.db")).unwrap();
     let io = std::io::Error::other("disk full");
-    let wrapped = store.in_file(StoreError::Backend(Box::new(io)));
+    let wrapped = store.within(StoreError::Backend(Box::new(io)), "complete");
     let text = wrapped.to_string();
-    assert!(text.contains(&store.path().display().to_string()), "{text}");
-    assert!(text.ends_with("disk full"), "{text}");
+    assert_eq!(text, format!("store failed: SQLite {}: complete: disk full", store.path().display()));
     let StoreError::Backend(inner) = &wrapped else { panic!("{wrapped:?}") };
     assert_eq!(std::error::Error::source(&**inner).unwrap().to_string(), "disk full");
-    assert!(matches!(store.in_file(StoreError::Fenced), StoreError::Fenced));
+    assert!(matches!(store.within(StoreError::Fenced, "renew"), StoreError::Fenced));
 }
 
 /// Every failure to open names the file, whatever step failed.
@@ -312,6 +312,23 @@ fn open_failures_name_the_file() {
     for path in [not_a_db, not_a_dir.join("keys.db")] {
         let error = SqliteStore::open(&path).unwrap_err().to_string();
         assert!(error.contains(&path.display().to_string()), "{error}");
+    }
+}
+
+/// A file SQLite cannot open fails with the path, the operation and the operating
+/// system's reason, not SQLite's "unable to open database file" alone. These fail for
+/// root too, whom permission bits do not stop.
+#[test]
+fn open_failures_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let a_file = dir.path().join("a-file");
+    std::fs::write(&a_file, "").unwrap();
+    let blocked = format!("creating its directory {0}/sub: {0} exists and is not a directory", a_file.display());
+    let cases = [(a_file.join("sub/keys.db"), blocked.as_str()), (dir.path().to_path_buf(), "the path is a directory")];
+    for (path, why) in cases {
+        let error = SqliteStore::open(&path).unwrap_err().to_string();
+        let named = format!("store failed: SQLite {}: open: ", path.display());
+        assert!(error.starts_with(&named) && error.contains(why), "{error}");
     }
 }
 

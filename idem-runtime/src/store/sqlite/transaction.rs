@@ -228,7 +228,7 @@ impl SqliteStore {
     {
         let request = canonical_request(id, compare)?;
         let mut body = Some(body);
-        let ran = self.with_conn(|conn| Ok(self.transact(conn, id, &request, retain, &mut body)));
+        let ran = self.with_conn("begin", |conn| Ok(self.transact(conn, id, &request, retain, &mut body)));
         ran.map_err(|e| TransactionError::Idem(unavailable(id, &e)))?
     }
 
@@ -244,18 +244,20 @@ impl SqliteStore {
         T: Serialize + DeserializeOwned,
         F: FnOnce(&Transaction<'_>) -> Result<T, E>,
     {
-        let unavailable = |e: StoreError| TransactionError::Idem(unavailable(id, &self.in_file(e)));
+        let unavailable =
+            |operation, e: StoreError| TransactionError::Idem(unavailable(id, &self.within(e, operation)));
         let lease = duration_ms(crate::DEFAULT_LEASE);
         for _ in 0..ROUNDS {
+            self.check_file().map_err(|e| unavailable("begin", e))?;
             // Dropping `tx` without a commit rolls it back: on an early return, or a panic.
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
-                .map_err(|e| unavailable(backend(e)))?;
+                .map_err(|e| unavailable("begin", backend(e)))?;
             let inserted = tx
                 .prepare_cached(INSERT)
                 .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request, lease)))
-                .map_err(|e| unavailable(backend(e)))?;
+                .map_err(|e| unavailable("reserve", backend(e)))?;
             if inserted == 0 {
-                match read_record(&tx, id).map_err(unavailable)? {
+                match read_record(&tx, id).map_err(|e| unavailable("read", e))? {
                     Some(record) => return answer_existing(id, request, record),
                     None => continue,
                 }
@@ -271,13 +273,17 @@ impl SqliteStore {
                 .and_then(|mut stmt| {
                     stmt.execute(("completed", json, token, id.namespace, id.key, duration_ms(retain)))
                 })
-                .map_err(|e| unavailable(backend(e)))?;
+                .map_err(|e| unavailable("complete", backend(e)))?;
             if changed != 1 {
-                return Err(unavailable(StoreError::Backend("the body's writes removed its own key".into())));
+                return Err(unavailable(
+                    "complete",
+                    StoreError::Backend("the body's writes removed its own key".into()),
+                ));
             }
-            tx.commit().map_err(|e| unavailable(backend(e)))?;
+            tx.commit().map_err(|e| unavailable("commit", backend(e)))?;
             return Ok(Transacted::Ran(value));
         }
-        Err(unavailable(StoreError::Backend(format!("the existing record vanished {ROUNDS} times in a row").into())))
+        let vanished = format!("the existing record vanished {ROUNDS} times in a row");
+        Err(unavailable("reserve", StoreError::Backend(vanished.into())))
     }
 }
