@@ -1,9 +1,6 @@
 //! A backend failure told with what failed: which store, which operation, and the driver's
 //! own words, so that a STORE_UNAVAILABLE answer can be acted on without a debugger.
 
-// Until the SQLite store names its operations too, only PostgreSQL uses this.
-#![cfg_attr(not(feature = "postgres"), allow(dead_code))]
-
 use std::error::Error;
 use std::fmt;
 
@@ -57,16 +54,20 @@ impl Error for Failure {
     }
 }
 
-/// An error's text followed by each of its sources' that it does not already contain.
+/// An error's text followed by each of its sources' that says something new: not one the
+/// text already contains, nor one that restates the error before it (rusqlite's "file is
+/// not a database" has the source "Error code 26: file is not a database").
 pub(crate) fn with_sources(error: &(dyn Error + 'static)) -> String {
     let mut text = error.to_string();
+    let mut last = text.clone();
     let mut source = error.source();
     while let Some(cause) = source {
         let more = cause.to_string();
-        if !more.is_empty() && !text.contains(&more) {
+        if !more.is_empty() && !text.contains(&more) && !more.contains(&last) {
             text.push_str(": ");
             text.push_str(&more);
         }
+        last = more;
         source = cause.source();
     }
     text
@@ -101,6 +102,25 @@ mod tests {
         // Named once: an outer layer that adds its own context changes nothing.
         let again = error.within("another", "complete");
         assert!(again.to_string().starts_with("store failed: PostgreSQL db:5432/app"), "{again}");
+    }
+
+    #[derive(Debug)]
+    struct Restated(std::io::Error);
+    impl fmt::Display for Restated {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("file is not a database")
+        }
+    }
+    impl Error for Restated {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_source_that_restates_its_error_is_left_out() {
+        let restated = Restated(std::io::Error::other("Error code 26: file is not a database"));
+        assert_eq!(with_sources(&restated), "file is not a database");
     }
 
     #[test]
