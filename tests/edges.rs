@@ -12,6 +12,7 @@
 //! - `error_serde`: `idem::Error` round-trips through serde.
 //! - `default_store`: the default store does not move with the working directory.
 //! - `slow_calls`: leases renewed while a body runs; killed processes and `max_hold`.
+//! - `tenants`: `scope = expr` keeps each caller's records apart.
 //! - `pg_faults`: a PostgreSQL server or network that stops answering never hangs a call.
 
 #[path = "edges/custom_store.rs"]
@@ -36,5 +37,7 @@ mod sqlite_file_replaced;
 mod sqlite_open;
 #[path = "edges/store_methods.rs"]
 mod store_methods;
+#[path = "edges/tenants.rs"]
+mod tenants;
 #[path = "edges/unreadable.rs"]
 mod unreadable;

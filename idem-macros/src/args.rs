@@ -1,4 +1,4 @@
-//! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`,
+//! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`, `scope = expr`,
 //! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
 //! `on_error = keep`, `reconcile = expr`, `crate = "my_idem"`.
 
@@ -9,8 +9,7 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str =
-    "expected one of: key, compare, store, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
+const EXPECTED: &str = "expected one of: key, compare, store, scope, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -18,6 +17,8 @@ pub struct Args {
     pub key: Option<LitStr>,
     pub compare: Vec<FieldPath>,
     pub store: Option<Expr>,
+    /// `scope = expr`: whose records these are (a tenant, a user), evaluated per call.
+    pub scope: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease: Option<(u64, Span)>,
     pub max_hold: Option<(u64, Span)>,
@@ -66,6 +67,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         key: None,
         compare: Vec::new(),
         store: None,
+        scope: None,
         namespace: None,
         lease: None,
         max_hold: None,
@@ -90,6 +92,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
                 string(&meta, "`namespace` takes a string literal, e.g. namespace = \"billing::send_invoice\"")
             }),
             "store" => set_once(&meta, &mut args.store, "store", || meta.value()?.parse()),
+            "scope" => set_once(&meta, &mut args.scope, "scope", || meta.value()?.parse()),
             "lease" => set_once(&meta, &mut args.lease, "lease", || duration(&meta, "lease")),
             "max_hold" => set_once(&meta, &mut args.max_hold, "max_hold", || duration(&meta, "max_hold")),
             "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),

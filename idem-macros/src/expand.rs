@@ -111,7 +111,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let (hook, policy) = (hook(plan, is_async), policy(plan, &ret));
     let at_ret = krate_at(plan, ret.span());
     // An rmcp tool's timeout is the `tools/call`'s, applied by `#[idem::tasks]` (see `Tool::timeout`).
-    let own_timeout = plan.timeout_ms.filter(|_| !serves_tasks(item));
+    let own_timeout = plan.timeout_ms.filter(|_| !serves_tasks(plan, item));
     let run = match (is_async, own_timeout) {
         (true, Some(ms)) => quote_spanned!(ret.span()=>
             #at_ret::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
@@ -133,7 +133,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
     let status_json = status_json_fn(plan, item, &tool, &ret, &store);
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
-    let task_state = serves_tasks(item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
+    let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -227,6 +227,15 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(namespace) => (quote!(#namespace), true),
         None => (quote!(::core::concat!(::core::module_path!(), "::", #name)), false),
     };
+    // A scope comes first, hashed (exactly as given, not case folded: two tenants whose ids
+    // differ only in case stay apart) to 32 hex digits and a `/`: every key of a scoped tool
+    // starts with one, so no key text can pass for another scope's.
+    let scope = plan.scope.as_ref().map(|_| {
+        quote!(
+            #krate::__private::Segment::Field("scope", #krate::__private::FieldMode { normalize: false, hash: true }),
+            #krate::__private::Segment::Literal("/"),
+        )
+    });
     let segments = plan.pieces.iter().map(|piece| match piece {
         Piece::Literal(text) => quote!(#krate::__private::Segment::Literal(#text)),
         Piece::Placeholder(p) => {
@@ -250,7 +259,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
         None => quote!(#krate::__private::DEFAULT_RETAIN),
     };
-    let serves_tasks = serves_tasks(item);
+    let serves_tasks = serves_tasks(plan, item);
     let timeout = match plan.timeout_ms.filter(|_| serves_tasks) {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
@@ -261,7 +270,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             namespace: #namespace,
             namespace_given: #namespace_given,
             site: ::core::concat!(::core::file!(), ":", ::core::line!(), ":", ::core::column!()),
-            template: &[#(#segments),*],
+            template: &[#scope #(#segments),*],
             compare: &[#(#compare),*],
             compare_written: &[#(#compare_written),*],
             status_fn: #status_fn,
@@ -277,23 +286,30 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
 }
 
 /// Whether the tool's calls may answer with an MCP task: async rmcp tools, whose task
-/// state `#[idem::status_tools]` serves.
-fn serves_tasks(item: &ItemFn) -> bool {
-    item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
+/// state `#[idem::status_tools]` serves. Not scoped ones: `tasks/get` carries only the
+/// task id, and a task id names a record whatever its scope.
+fn serves_tasks(plan: &Plan, item: &ItemFn) -> bool {
+    plan.scope.is_none() && item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
 }
 
 /// One `key_part(&value)` per placeholder, spanned at the binding so that a type that
 /// cannot be a key field is reported on the parameter.
 fn key_parts(plan: &Plan) -> Vec<TokenStream> {
-    plan.key_fields
-        .iter()
-        .map(|field| {
-            let root = &field.root;
-            let rest = field.placeholder.path[1..].iter().map(|s| Ident::new(s, root.span()));
-            let krate = krate_at(plan, root.span());
-            quote_spanned!(root.span()=> #krate::__private::key_part(&#root #(.#rest)*))
-        })
-        .collect()
+    let fields = plan.key_fields.iter().map(|field| {
+        let root = &field.root;
+        let rest = field.placeholder.path[1..].iter().map(|s| Ident::new(s, root.span()));
+        let krate = krate_at(plan, root.span());
+        quote_spanned!(root.span()=> #krate::__private::key_part(&#root #(.#rest)*))
+    });
+    scope_part(plan).into_iter().chain(fields).collect()
+}
+
+/// The scope's key part, first of the key's parts (see the template), spanned at the
+/// user's expression so that a value that cannot be a scope is reported there.
+fn scope_part(plan: &Plan) -> Option<TokenStream> {
+    let scope = plan.scope.as_ref()?;
+    let krate = krate_at(plan, scope.span());
+    Some(quote_spanned!(scope.span()=> #krate::__private::key_part(&(#scope))))
 }
 
 /// The store argument, `&(expr)`, spanned at the user's expression so that a value that
@@ -438,13 +454,14 @@ fn status_json_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, st
     });
     // Spanned (and located) where the tool's own key parts are, so that a type that cannot
     // be a key field is reported once, at the parameter.
-    let parts = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
+    let fields = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
         let root = &field.root;
         let value = &values[*index];
         let rest = rest.iter().map(|segment| Ident::new(segment, root.span()));
         let krate = krate_at(plan, root.span());
         quote_spanned!(root.span()=> #krate::__private::key_part(&#value #(.#rest)*))
     });
+    let parts = scope_part(plan).into_iter().chain(fields);
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
         (quote!(async), quote!(#krate::__private::status_async), quote!(.await))
     } else {
@@ -491,7 +508,11 @@ fn record_id_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, key_parts: &[Tok
          through a store: `store.read(id.as_record_id())`. Builds the key only; reads nothing.",
         sig.ident
     );
+    // The receiver only when the scope reads it: the key is built from the key's fields
+    // and the scope.
+    let scope_reads_self = plan.scope.as_ref().is_some_and(|scope| mentions_self(scope.to_token_stream()));
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
+        FnArg::Receiver(_) if scope_reads_self => Some(strip_attrs(input, false)),
         FnArg::Typed(_) if plan.key_inputs.contains(&i) => Some(strip_attrs(input, false)),
         _ => None,
     });
@@ -507,6 +528,15 @@ fn record_id_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, key_parts: &[Tok
             #krate::__private::record_id(&__IDEM_TOOL, &[#(#key_parts),*])
         }
     }
+}
+
+/// Whether `tokens` use `self`.
+fn mentions_self(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "self",
+        proc_macro2::TokenTree::Group(group) => mentions_self(group.stream()),
+        _ => false,
+    })
 }
 
 /// The names of the parameters the status function keeps.

@@ -222,7 +222,11 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
         if !below || method.sig.asyncness.is_none() {
             continue;
         }
-        krate.get_or_insert_with(|| krate_of(&method.attrs[idempotent]));
+        let args = args_of(&method.attrs[idempotent]);
+        if args.scope.is_some() {
+            continue; // a scoped tool serves no tasks (see `expand::serves_tasks`)
+        }
+        krate.get_or_insert_with(|| args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)));
         let task_fn = format_ident!("__idem_{}_task", method.sig.ident);
         let receiver = method.sig.receiver().map(|_| quote!(self,));
         asks.push(quote! {
@@ -245,12 +249,13 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
     })
 }
 
-/// The facade's path an `#[idempotent(...)]` names with `crate = "..."`, else `::idem`.
-fn krate_of(attr: &syn::Attribute) -> syn::Path {
+/// The arguments of an `#[idempotent(...)]`, as far as they parse (its own expansion
+/// reports the rest).
+fn args_of(attr: &syn::Attribute) -> crate::args::Args {
     let tokens = match &attr.meta {
         syn::Meta::List(list) => list.tokens.clone(),
         _ => TokenStream::new(),
     };
     let mut errors = Errors::default();
-    crate::args::parse(tokens, &mut errors).krate.unwrap_or_else(|| syn::parse_quote!(::idem))
+    crate::args::parse(tokens, &mut errors)
 }

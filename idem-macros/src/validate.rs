@@ -22,6 +22,8 @@ pub struct Plan {
     /// `Parameters(req)`), in `compare`'s order: the names records and messages use.
     pub compare_names: Vec<String>,
     pub store: Option<Expr>,
+    /// `scope = expr`: hashed into the record's identity ahead of the key.
+    pub scope: Option<Expr>,
     pub namespace: Option<LitStr>,
     pub lease_ms: Option<u64>,
     pub max_hold_ms: Option<u64>,
@@ -35,7 +37,8 @@ pub struct Plan {
     pub status_inputs: Vec<usize>,
     /// Indices into the signature's inputs that the key uses: what `<fn>_record_id` takes.
     pub key_inputs: Vec<usize>,
-    /// Indices into the signature's inputs that the `store` expression uses.
+    /// Indices into the signature's inputs that the `store` or `scope` expression uses:
+    /// what the status function takes besides the key's fields.
     pub store_inputs: Vec<usize>,
     /// Where the key's fields sit in the JSON arguments of an rmcp tool, when they all come
     /// from one `Parameters(..): Parameters<T>` argument; what its status tool takes.
@@ -133,12 +136,35 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         key_fields.push(KeyField { placeholder: placeholder.clone(), root: binding.ident.clone(), model_name });
         key_bindings.push(binding);
     }
-    let mut key_inputs = status_inputs.clone();
-    key_inputs.sort_unstable();
     let mut store_inputs = Vec::new();
     if let Some(store) = &args.store {
         add_store_inputs(store, &bindings, &mut store_inputs);
     }
+    // The scope is part of the record's identity: `<fn>_record_id` and the status function
+    // take what it reads, as they take what the `store` expression reads.
+    let mut key_inputs = status_inputs.clone();
+    if let Some(scope) = &args.scope {
+        if let Some((_, timeout)) = args.timeout
+            && crate::frameworks::detect(&item.attrs) == crate::frameworks::Framework::Rmcp
+        {
+            errors.at(
+                timeout,
+                "`timeout` cannot be combined with `scope` on an rmcp tool yet: a timed-out call is answered \
+                 with an MCP task, and `tasks/get` names the task only, whatever its scope; drop `timeout` \
+                 (the status tool answers for the running call)",
+            );
+        }
+        let scope_inputs = scope_inputs(scope, &bindings, item, errors);
+        for arg in scope_inputs {
+            if !key_inputs.contains(&arg) {
+                key_inputs.push(arg);
+            }
+            if !store_inputs.contains(&arg) {
+                store_inputs.push(arg);
+            }
+        }
+    }
+    key_inputs.sort_unstable();
     for arg in &store_inputs {
         if !status_inputs.contains(arg) {
             status_inputs.push(*arg);
@@ -155,6 +181,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         compare,
         compare_names,
         store: args.store,
+        scope: args.scope,
         namespace: args.namespace,
         lease_ms: args.lease.map(|(ms, _)| ms),
         max_hold_ms: args.max_hold.map(|(ms, _)| ms),
@@ -206,6 +233,53 @@ fn params_key(
 
 /// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the
 /// status function takes those too, to read from the same store.
+/// The arguments the `scope` expression reads. A scope must come from the caller's
+/// authenticated context, never from what the model fills in: an rmcp tool's scope may
+/// read `self` and extractors (`Extension<T>`), not its `Parameters<T>`; a rig tool's
+/// arguments are all the model's, so its scope may read none of them.
+fn scope_inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
+    let mut inputs = Vec::new();
+    add_store_inputs(scope, bindings, &mut inputs);
+    let framework = crate::frameworks::detect(&item.attrs);
+    for &arg in &inputs {
+        let syn::FnArg::Typed(typed) = &item.sig.inputs[arg] else { continue };
+        let from_model = match framework {
+            crate::frameworks::Framework::Rmcp => params::is_parameters(&typed.ty),
+            crate::frameworks::Framework::Rig => true,
+            crate::frameworks::Framework::None => false,
+        };
+        if from_model {
+            let what = match framework {
+                crate::frameworks::Framework::Rig => "a rig tool's arguments are what the model sends",
+                _ => "an rmcp tool's `Parameters` are what the model sends",
+            };
+            errors.at(
+                scope_token(scope, bindings, arg).unwrap_or_else(|| typed.span()),
+                format!(
+                    "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
+                     identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
+                    bindings.iter().find(|b| b.arg == arg).map_or_else(String::new, |b| b.ident.to_string()),
+                ),
+            );
+        }
+    }
+    inputs
+}
+
+/// Where the scope expression names argument `arg`, for an error at that token.
+fn scope_token(scope: &Expr, bindings: &[Binding], arg: usize) -> Option<Span> {
+    fn find(tokens: proc_macro2::TokenStream, bindings: &[Binding], arg: usize) -> Option<Span> {
+        tokens.into_iter().find_map(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => {
+                bindings.iter().any(|b| b.arg == arg && b.ident == ident).then(|| ident.span())
+            }
+            proc_macro2::TokenTree::Group(group) => find(group.stream(), bindings, arg),
+            _ => None,
+        })
+    }
+    find(quote::ToTokens::to_token_stream(scope), bindings, arg)
+}
+
 fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
     fn walk(tokens: proc_macro2::TokenStream, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
         for token in tokens {
