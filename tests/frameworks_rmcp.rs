@@ -385,3 +385,5 @@ async fn records_written_under_rust_field_names_keep_matching() {
 
 #[path = "frameworks_rmcp/tasks.rs"]
 mod tasks;
+#[path = "frameworks_rmcp/tenants.rs"]
+mod tenants;
