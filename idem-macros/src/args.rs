@@ -9,7 +9,7 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, scope, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
+const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -19,6 +19,9 @@ pub struct Args {
     pub store: Option<Expr>,
     /// `scope = expr`: whose records these are (a tenant, a user), evaluated per call.
     pub scope: Option<Expr>,
+    /// `unscoped`: records shared by every caller on purpose, even though the tool takes an
+    /// identity extractor (no warning then).
+    pub unscoped: Option<Ident>,
     pub namespace: Option<LitStr>,
     pub lease: Option<(u64, Span)>,
     pub max_hold: Option<(u64, Span)>,
@@ -68,6 +71,7 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         compare: Vec::new(),
         store: None,
         scope: None,
+        unscoped: None,
         namespace: None,
         lease: None,
         max_hold: None,
@@ -93,6 +97,13 @@ pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             }),
             "store" => set_once(&meta, &mut args.store, "store", || meta.value()?.parse()),
             "scope" => set_once(&meta, &mut args.scope, "scope", || meta.value()?.parse()),
+            "unscoped" => {
+                if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+                    return Err(meta.error("`unscoped` takes no value: write `unscoped` alone"));
+                }
+                let flag = meta.path.get_ident().cloned();
+                set_once(&meta, &mut args.unscoped, "unscoped", || Ok(flag.expect("an identifier")))
+            }
             "lease" => set_once(&meta, &mut args.lease, "lease", || duration(&meta, "lease")),
             "max_hold" => set_once(&meta, &mut args.max_hold, "max_hold", || duration(&meta, "max_hold")),
             "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),

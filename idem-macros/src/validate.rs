@@ -24,6 +24,9 @@ pub struct Plan {
     pub store: Option<Expr>,
     /// `scope = expr`: hashed into the record's identity ahead of the key.
     pub scope: Option<Expr>,
+    /// An identity extractor (`Extension<T>`) the tool takes while its records are shared
+    /// by every caller (no `scope`, no `unscoped`): where, and what, for a warning.
+    pub unscoped_identity: Option<(Span, String)>,
     pub namespace: Option<LitStr>,
     pub lease_ms: Option<u64>,
     pub max_hold_ms: Option<u64>,
@@ -165,6 +168,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         }
     }
     key_inputs.sort_unstable();
+    let unscoped_identity = unscoped_identity((&args.scope, &args.unscoped), item, errors);
     for arg in &store_inputs {
         if !status_inputs.contains(arg) {
             status_inputs.push(*arg);
@@ -182,6 +186,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         compare_names,
         store: args.store,
         scope: args.scope,
+        unscoped_identity,
         namespace: args.namespace,
         lease_ms: args.lease.map(|(ms, _)| ms),
         max_hold_ms: args.max_hold.map(|(ms, _)| ms),
@@ -264,6 +269,32 @@ fn scope_inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut 
         }
     }
     inputs
+}
+
+/// An rmcp tool that takes an `Extension<T>` (how rmcp hands a tool the authenticated
+/// request) serves many callers, yet without `scope` its records are shared by all of
+/// them: that deserves a warning, unless `unscoped` says it is meant.
+fn unscoped_identity(
+    (scope, unscoped): (&Option<Expr>, &Option<Ident>),
+    item: &ItemFn,
+    errors: &mut Errors,
+) -> Option<(Span, String)> {
+    if let (Some(_), Some(unscoped)) = (scope, unscoped) {
+        errors.at(unscoped.span(), "`unscoped` contradicts `scope = ...`: keep one");
+        return None;
+    }
+    if scope.is_some() || unscoped.is_some() {
+        return None;
+    }
+    if crate::frameworks::detect(&item.attrs) != crate::frameworks::Framework::Rmcp {
+        return None;
+    }
+    item.sig.inputs.iter().find_map(|input| {
+        let syn::FnArg::Typed(typed) = input else { return None };
+        let syn::Type::Path(path) = &*typed.ty else { return None };
+        let last = path.path.segments.last()?;
+        (last.ident == "Extension").then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
+    })
 }
 
 /// Where the scope expression names argument `arg`, for an error at that token.
