@@ -9,7 +9,7 @@ use idem_runtime::{DEFAULT_RETAIN, SqliteStore};
 use crate::render;
 
 pub const USAGE: &str = "usage:
-  idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--limit N]
+  idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
   idem [--db PATH] show NAMESPACE KEY
   idem [--db PATH] purge [--limit N]
   idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
@@ -23,7 +23,7 @@ pub struct Command {
 }
 
 pub enum Action {
-    List { filter: StateFilter, namespace: Option<String>, limit: usize },
+    List { filter: StateFilter, namespace: Option<String>, scope: Option<String>, limit: usize },
     Show { namespace: String, key: String },
     Purge { limit: usize },
     Resolve { namespace: String, key: String, done: Option<String>, yes: bool },
@@ -48,7 +48,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     while let Some(arg) = args.next() {
         match arg {
             "--yes" | "--release" => flags.push((arg, None)),
-            "--state" | "--namespace" | "--limit" | "--done" => {
+            "--state" | "--namespace" | "--scope" | "--limit" | "--done" => {
                 flags.push((arg, Some(args.next().ok_or_else(|| format!("{arg} needs a value"))?)));
             }
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
@@ -72,7 +72,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     return Err(format!("unknown --state {other}: in_progress, abandoned, completed or failed"));
                 }
             };
-            Action::List { filter, namespace: flag("--namespace").flatten().map(str::to_owned), limit }
+            let (namespace, scope) = (flag("--namespace").flatten(), flag("--scope").flatten());
+            Action::List { filter, namespace: namespace.map(str::to_owned), scope: scope.map(str::to_owned), limit }
         }
         ("show", [namespace, key]) => Action::Show { namespace: namespace.clone(), key: key.clone() },
         ("purge", []) => Action::Purge { limit },
@@ -96,8 +97,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
 impl Action {
     pub fn run(self, store: &SqliteStore, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
         match self {
-            Action::List { filter, namespace, limit } => {
-                let listed = store.list(filter, namespace.as_deref(), limit).map_err(|e| e.to_string())?;
+            Action::List { filter, namespace, scope, limit } => {
+                let listed = store.list_in_scope(filter, namespace.as_deref(), scope.as_deref(), limit);
+                let listed = listed.map_err(|e| e.to_string())?;
                 for entry in &listed {
                     say!("{}", render::line(entry));
                 }

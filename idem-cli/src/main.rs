@@ -1,7 +1,7 @@
 //! `idem`: an operator's view of an idem SQLite store.
 //!
 //! ```text
-//! idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--limit N]
+//! idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
 //! idem [--db PATH] show NAMESPACE KEY
 //! idem [--db PATH] purge [--limit N]
 //! idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
@@ -11,7 +11,8 @@
 //! the user's data directory. `resolve` settles a
 //! key left in progress by a crash, after you checked with the provider what happened:
 //! `--done` records the provider's result, `--release` lets the next call run the action.
-//! It asks for confirmation unless `--yes` is given.
+//! It asks for confirmation unless `--yes` is given. `--scope` lists the records of one
+//! scope (`scope = expr` tools: a tenant, a user), whose keys start with its hash.
 
 /// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
 /// stopped listening is not an error.

@@ -60,6 +60,21 @@ fn list_filters_by_state() {
     assert!(completed.contains("pay:1") && completed.contains("1 record(s)"), "{completed}");
 }
 
+/// `--scope` lists one scope's records: those whose key starts with the scope's prefix.
+#[test]
+fn list_filters_by_scope() {
+    let (_dir, db, store) = store_with_records();
+    for tenant in ["acme", "beta"] {
+        let key = format!("{}pay:1", idem_runtime::scope_prefix(tenant));
+        reserve(&store, &key, Duration::from_secs(600));
+    }
+    let acme = text(&idem(&db, &["list", "--scope", "acme"], ""));
+    assert!(acme.contains(&idem_runtime::scope_prefix("acme")) && acme.contains("1 record(s)"), "{acme}");
+    let other = text(&idem(&db, &["list", "--scope", "Acme"], ""));
+    assert!(other.contains("0 record(s)"), "a scope is exact: {other}");
+    assert!(text(&idem(&db, &["list"], "")).contains("5 record(s)"));
+}
+
 #[test]
 fn show_prints_the_record() {
     let (_dir, db, _store) = store_with_records();

@@ -345,6 +345,17 @@ const UNRESERVED_BYTE: [bool; 256] = {
 
 /// Hex of the first 16 bytes of SHA-256: 128 bits keep collisions out of reach while
 /// keeping keys short.
+/// The text every key of a scoped tool (`scope = expr`) starts with for the scope `scope`:
+/// 32 hex digits of the scope's SHA-256, then `/`. The scope is hashed exactly as given
+/// (not case folded or trimmed), so `Acme` and `acme` are two scopes. For operators: `idem
+/// list --scope acme` lists that scope's records.
+pub fn scope_prefix(scope: &str) -> String {
+    let mut prefix = String::with_capacity(33);
+    hash_into(scope, &mut prefix);
+    prefix.push('/');
+    prefix
+}
+
 fn hash_into(value: &str, out: &mut String) {
     const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(value.as_bytes());

@@ -32,7 +32,7 @@ pub use default_store::{
     DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, default_store_path, set_default_store_path,
 };
 pub use error::{Error, ErrorCode, FieldDifference, Running};
-pub use key::{Key, KeyPart, normalize};
+pub use key::{Key, KeyPart, normalize, scope_prefix};
 pub use metrics::{ToolMetrics, metrics};
 pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};

@@ -61,6 +61,19 @@ impl SqliteStore {
         namespace: Option<&str>,
         limit: usize,
     ) -> Result<Vec<ListedRecord>, StoreError> {
+        self.list_in_scope(filter, namespace, None, limit)
+    }
+
+    /// [`list`](Self::list), of one scope's records only when `scope` is given: those of
+    /// tools with `scope = expr` whose scope was `scope` (see [`scope_prefix`](crate::scope_prefix)).
+    pub fn list_in_scope(
+        &self,
+        filter: StateFilter,
+        namespace: Option<&str>,
+        scope: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListedRecord>, StoreError> {
+        let prefix = scope.map(crate::scope_prefix);
         let state = match filter {
             StateFilter::All => None,
             StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
@@ -72,11 +85,14 @@ impl SqliteStore {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
-                     AND (?2 IS NULL OR namespace = ?2) ORDER BY created_at_ms, token",
+                     AND (?2 IS NULL OR namespace = ?2) AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) \
+                     ORDER BY created_at_ms, token",
                 )
                 .map_err(backend)?;
             let ids = stmt
-                .query_map(params![state, namespace], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+                .query_map(params![state, namespace, prefix], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
                 .map_err(backend)?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(backend)?;
