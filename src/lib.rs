@@ -77,6 +77,13 @@
 //!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file in the user's data
 //!   directory unless `IDEM_DB` or [`set_default_store_path`] names one (see
 //!   [`default_store_path`]).
+//! - `scope = expr`: whose records these are (a tenant, a user), from the authenticated
+//!   request, evaluated on every call like `store`: `self`, a parameter of a plain
+//!   function, or an rmcp extractor such as `Extension<T>`; never an rmcp `Parameters` or
+//!   a rig tool argument, which the model fills (those do not compile). Every key starts
+//!   with the scope's hash ([`scope_prefix`]), so each scope has its own records, and the
+//!   status function takes the scope the same way. `unscoped` says that a tool taking
+//!   `Extension<T>` shares its records across callers on purpose (else a warning).
 //! - `namespace = "billing.invoices"`: the record namespace. Default: the function's
 //!   module path and name (`my_crate::billing::send_invoice`), so two tools never share
 //!   keys by accident. Moving a tool to another module changes its default namespace (its

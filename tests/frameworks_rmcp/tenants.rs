@@ -32,11 +32,13 @@ struct SendInvoice {
     amount: f64,
 }
 
+/// Invoices sent per (tenant, customer, period).
+type Sent = HashMap<(String, String, String), usize>;
+
 #[derive(Clone, Default)]
 struct TenantBilling {
     store: Arc<MemoryStore>,
-    /// Invoices sent per (tenant, customer, period).
-    sent: Arc<Mutex<HashMap<(String, String, String), usize>>>,
+    sent: Arc<Mutex<Sent>>,
 }
 
 #[idem::status_tools]
