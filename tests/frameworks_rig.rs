@@ -149,3 +149,36 @@ async fn rig_tool_above_idempotent_works_too() {
     // Below #[rig_tool], #[idempotent] cannot see it: the status function is plain Rust.
     assert!(matches!(add_note_status("hooli".into()), Ok(Status::Completed(_))));
 }
+
+thread_local! {
+    /// The tenant of the request this thread serves, as an agent backend's request
+    /// context would hold it: never one of the tool's arguments, which the model fills.
+    static TENANT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn tenant() -> String {
+    TENANT.with(|tenant| tenant.borrow().clone())
+}
+
+static REFUNDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Refund one order.
+#[idempotent(key = "refund:<order>", scope = tenant(), store = *STORE)]
+#[rig_tool]
+fn refund(order: String) -> Result<String, ToolExecutionError> {
+    REFUNDS.lock().unwrap().push(format!("{}:{order}", tenant()));
+    Ok(format!("refunded {order} for {}", tenant()))
+}
+
+#[tokio::test]
+async fn a_scoped_rig_tool_and_its_status_tool_keep_each_tenant_apart() {
+    TENANT.with(|tenant| *tenant.borrow_mut() = "acme".into());
+    assert_eq!(Refund.call(RefundParameters { order: "o-1".into() }).await.unwrap(), "refunded o-1 for acme");
+    TENANT.with(|tenant| *tenant.borrow_mut() = "beta".into());
+    let missing = RefundStatus.call(RefundStatusParameters { order: "o-1".into() }).await.unwrap();
+    assert_eq!(missing, Status::NotFound, "beta does not see acme's refund");
+    assert_eq!(Refund.call(RefundParameters { order: "o-1".into() }).await.unwrap(), "refunded o-1 for beta");
+    assert_eq!(Refund.call(RefundParameters { order: "o-1".into() }).await.unwrap(), "refunded o-1 for beta");
+    let refunds = REFUNDS.lock().unwrap().clone();
+    assert_eq!(refunds, ["acme:o-1", "beta:o-1"], "one refund per tenant");
+}

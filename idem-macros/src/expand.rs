@@ -134,7 +134,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let status_json = status_json_fn(plan, item, &tool, &ret, &store);
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
     let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
-    let unscoped_warning = unscoped_warning(plan, item);
+    let unscoped_warning = crate::scope::unscoped_warning(plan, item);
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -152,28 +152,6 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #record_id
 
         #task_state
-    }
-}
-
-/// A warning (stable Rust has no other way for a macro to warn: the use of a deprecated
-/// item, spanned at the extractor) for a tool that takes the caller's identity but shares
-/// its records across callers.
-fn unscoped_warning(plan: &Plan, item: &ItemFn) -> TokenStream {
-    let Some((span, ty)) = &plan.unscoped_identity else { return TokenStream::new() };
-    let name = &item.sig.ident;
-    let note = format!(
-        "`{name}` takes `{}`, the caller's identity, but its idempotency records are shared by every caller: \
-         one caller's repeat replays another's result. Scope them with `scope = <the caller's id>` in \
-         #[idempotent(...)] (e.g. `scope = principal.tenant` for `Extension(principal)`), or write `unscoped` \
-         there if every caller shares them on purpose",
-        ty.replace(" < ", "<").replace(" >", ">")
-    );
-    let warning = Ident::new("__idem_records_shared_by_every_caller", *span);
-    quote_spanned! {*span=>
-        #[deprecated(note = #note)]
-        #[allow(non_upper_case_globals)]
-        const #warning: () = ();
-        let () = #warning;
     }
 }
 

@@ -9,6 +9,7 @@ mod expand;
 mod frameworks;
 mod params;
 mod rules;
+mod scope;
 mod status_tools;
 mod tasks;
 mod template;

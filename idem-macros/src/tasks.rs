@@ -223,10 +223,10 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
             continue;
         }
         let args = args_of(&method.attrs[idempotent]);
+        krate.get_or_insert_with(|| args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::idem)));
         if args.scope.is_some() {
             continue; // a scoped tool serves no tasks (see `expand::serves_tasks`)
         }
-        krate.get_or_insert_with(|| args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)));
         let task_fn = format_ident!("__idem_{}_task", method.sig.ident);
         let receiver = method.sig.receiver().map(|_| quote!(self,));
         asks.push(quote! {

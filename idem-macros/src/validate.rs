@@ -157,7 +157,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
                  (the status tool answers for the running call)",
             );
         }
-        let scope_inputs = scope_inputs(scope, &bindings, item, errors);
+        let scope_inputs = crate::scope::inputs(scope, &bindings, item, errors);
         for arg in scope_inputs {
             if !key_inputs.contains(&arg) {
                 key_inputs.push(arg);
@@ -168,7 +168,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         }
     }
     key_inputs.sort_unstable();
-    let unscoped_identity = unscoped_identity((&args.scope, &args.unscoped), item, errors);
+    let unscoped_identity = crate::scope::unscoped_identity((&args.scope, &args.unscoped), item, errors);
     for arg in &store_inputs {
         if !status_inputs.contains(arg) {
             status_inputs.push(*arg);
@@ -238,80 +238,7 @@ fn params_key(
 
 /// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the
 /// status function takes those too, to read from the same store.
-/// The arguments the `scope` expression reads. A scope must come from the caller's
-/// authenticated context, never from what the model fills in: an rmcp tool's scope may
-/// read `self` and extractors (`Extension<T>`), not its `Parameters<T>`; a rig tool's
-/// arguments are all the model's, so its scope may read none of them.
-fn scope_inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
-    let mut inputs = Vec::new();
-    add_store_inputs(scope, bindings, &mut inputs);
-    let framework = crate::frameworks::detect(&item.attrs);
-    for &arg in &inputs {
-        let syn::FnArg::Typed(typed) = &item.sig.inputs[arg] else { continue };
-        let from_model = match framework {
-            crate::frameworks::Framework::Rmcp => params::is_parameters(&typed.ty),
-            crate::frameworks::Framework::Rig => true,
-            crate::frameworks::Framework::None => false,
-        };
-        if from_model {
-            let what = match framework {
-                crate::frameworks::Framework::Rig => "a rig tool's arguments are what the model sends",
-                _ => "an rmcp tool's `Parameters` are what the model sends",
-            };
-            errors.at(
-                scope_token(scope, bindings, arg).unwrap_or_else(|| typed.span()),
-                format!(
-                    "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
-                     identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
-                    bindings.iter().find(|b| b.arg == arg).map_or_else(String::new, |b| b.ident.to_string()),
-                ),
-            );
-        }
-    }
-    inputs
-}
-
-/// An rmcp tool that takes an `Extension<T>` (how rmcp hands a tool the authenticated
-/// request) serves many callers, yet without `scope` its records are shared by all of
-/// them: that deserves a warning, unless `unscoped` says it is meant.
-fn unscoped_identity(
-    (scope, unscoped): (&Option<Expr>, &Option<Ident>),
-    item: &ItemFn,
-    errors: &mut Errors,
-) -> Option<(Span, String)> {
-    if let (Some(_), Some(unscoped)) = (scope, unscoped) {
-        errors.at(unscoped.span(), "`unscoped` contradicts `scope = ...`: keep one");
-        return None;
-    }
-    if scope.is_some() || unscoped.is_some() {
-        return None;
-    }
-    if crate::frameworks::detect(&item.attrs) != crate::frameworks::Framework::Rmcp {
-        return None;
-    }
-    item.sig.inputs.iter().find_map(|input| {
-        let syn::FnArg::Typed(typed) = input else { return None };
-        let syn::Type::Path(path) = &*typed.ty else { return None };
-        let last = path.path.segments.last()?;
-        (last.ident == "Extension").then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
-    })
-}
-
-/// Where the scope expression names argument `arg`, for an error at that token.
-fn scope_token(scope: &Expr, bindings: &[Binding], arg: usize) -> Option<Span> {
-    fn find(tokens: proc_macro2::TokenStream, bindings: &[Binding], arg: usize) -> Option<Span> {
-        tokens.into_iter().find_map(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) => {
-                bindings.iter().any(|b| b.arg == arg && b.ident == ident).then(|| ident.span())
-            }
-            proc_macro2::TokenTree::Group(group) => find(group.stream(), bindings, arg),
-            _ => None,
-        })
-    }
-    find(quote::ToTokens::to_token_stream(scope), bindings, arg)
-}
-
-fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
+pub(crate) fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
     fn walk(tokens: proc_macro2::TokenStream, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
         for token in tokens {
             match token {

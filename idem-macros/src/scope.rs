@@ -1,0 +1,142 @@
+//! `scope = expr` and `unscoped`: checks that a scope comes from the caller, never from
+//! the model, and the warning for a tool that takes the caller's identity but shares its
+//! records across callers.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote_spanned;
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, ItemFn};
+
+use crate::errors::Errors;
+use crate::frameworks::{self, Framework};
+use crate::params::{self, Binding};
+use crate::validate::Plan;
+
+/// The arguments the `scope` expression reads. A scope must come from the caller's
+/// authenticated context, never from what the model fills in: an rmcp tool's scope may
+/// read `self` and extractors (`Extension<T>`), not its `Parameters<T>`; a rig tool's
+/// arguments are all the model's, so its scope may read none of them.
+pub fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
+    let mut inputs = Vec::new();
+    crate::validate::add_store_inputs(scope, bindings, &mut inputs);
+    let framework = frameworks::detect(&item.attrs);
+    for &arg in &inputs {
+        let syn::FnArg::Typed(typed) = &item.sig.inputs[arg] else { continue };
+        let from_model = match framework {
+            Framework::Rmcp => params::is_parameters(&typed.ty),
+            Framework::Rig => true,
+            Framework::None => false,
+        };
+        if from_model {
+            let what = match framework {
+                Framework::Rig => "a rig tool's arguments are what the model sends",
+                _ => "an rmcp tool's `Parameters` are what the model sends",
+            };
+            errors.at(
+                scope_token(scope, bindings, arg).unwrap_or_else(|| typed.span()),
+                format!(
+                    "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
+                     identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
+                    bindings.iter().find(|b| b.arg == arg).map_or_else(String::new, |b| b.ident.to_string()),
+                ),
+            );
+        }
+    }
+    inputs
+}
+
+/// An rmcp tool that takes an `Extension<T>` (how rmcp hands a tool the authenticated
+/// request) serves many callers, yet without `scope` its records are shared by all of
+/// them: that deserves a warning, unless `unscoped` says it is meant.
+pub fn unscoped_identity(
+    (scope, unscoped): (&Option<Expr>, &Option<Ident>),
+    item: &ItemFn,
+    errors: &mut Errors,
+) -> Option<(Span, String)> {
+    if let (Some(_), Some(unscoped)) = (scope, unscoped) {
+        errors.at(unscoped.span(), "`unscoped` contradicts `scope = ...`: keep one");
+        return None;
+    }
+    if scope.is_some() || unscoped.is_some() {
+        return None;
+    }
+    if frameworks::detect(&item.attrs) != Framework::Rmcp {
+        return None;
+    }
+    item.sig.inputs.iter().find_map(|input| {
+        let syn::FnArg::Typed(typed) = input else { return None };
+        let syn::Type::Path(path) = &*typed.ty else { return None };
+        let last = path.path.segments.last()?;
+        (last.ident == "Extension").then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
+    })
+}
+
+/// Where the scope expression names argument `arg`, for an error at that token.
+fn scope_token(scope: &Expr, bindings: &[Binding], arg: usize) -> Option<Span> {
+    fn find(tokens: proc_macro2::TokenStream, bindings: &[Binding], arg: usize) -> Option<Span> {
+        tokens.into_iter().find_map(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => {
+                bindings.iter().any(|b| b.arg == arg && b.ident == ident).then(|| ident.span())
+            }
+            proc_macro2::TokenTree::Group(group) => find(group.stream(), bindings, arg),
+            _ => None,
+        })
+    }
+    find(quote::ToTokens::to_token_stream(scope), bindings, arg)
+}
+
+/// A warning (stable Rust has no other way for a macro to warn: the use of a deprecated
+/// item, spanned at the extractor) for a tool that takes the caller's identity but shares
+/// its records across callers.
+pub fn unscoped_warning(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let Some((span, ty)) = &plan.unscoped_identity else { return TokenStream::new() };
+    let name = &item.sig.ident;
+    let note = format!(
+        "`{name}` takes `{}`, the caller's identity, but its idempotency records are shared by every caller: \
+         one caller's repeat replays another's result. Scope them with `scope = <the caller's id>` in \
+         #[idempotent(...)] (e.g. `scope = principal.tenant` for `Extension(principal)`), or write `unscoped` \
+         there if every caller shares them on purpose",
+        ty.replace(" < ", "<").replace(" >", ">")
+    );
+    let warning = Ident::new("__idem_records_shared_by_every_caller", *span);
+    quote_spanned! {*span=>
+        #[deprecated(note = #note)]
+        #[allow(non_upper_case_globals)]
+        const #warning: () = ();
+        let () = #warning;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors_for(item: syn::ItemFn, scope: Expr) -> Option<String> {
+        let mut errors = Errors::default();
+        inputs(&scope, &params::bindings(&item.sig), &item, &mut errors);
+        errors.into_error().map(|error| error.to_string())
+    }
+
+    #[test]
+    fn a_rig_tools_scope_may_read_none_of_its_arguments() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            #[rig_tool]
+            fn refund(tenant: String, order: String) -> Result<String, E> { todo!() }
+        };
+        let error = errors_for(item, syn::parse_quote!(tenant)).expect("refused");
+        assert!(error.contains("`scope` must not read `tenant`") && error.contains("rig"), "{error}");
+        let item: syn::ItemFn = syn::parse_quote! {
+            #[rig_tool]
+            fn refund(order: String) -> Result<String, E> { todo!() }
+        };
+        assert_eq!(errors_for(item, syn::parse_quote!(current_tenant())), None, "no argument read");
+    }
+
+    #[test]
+    fn a_plain_functions_scope_may_read_its_parameters() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn refund(tenant: &str, order: String) -> Result<String, E> { todo!() }
+        };
+        assert_eq!(errors_for(item, syn::parse_quote!(tenant)), None);
+    }
+}
