@@ -14,22 +14,15 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, GetExtensions, JsonRpcM
 use rmcp::service::{RoleClient, RoleServer, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
-use serde::Deserialize;
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
+
+use super::SendInvoice;
 
 /// Who the request comes from, as the server's authentication established it.
 #[derive(Clone)]
 struct Principal {
     tenant: String,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct SendInvoice {
-    customer: String,
-    period: String,
-    amount: f64,
 }
 
 /// Invoices sent per (tenant, customer, period).
@@ -117,7 +110,7 @@ async fn two_tenants_get_one_effect_each_and_see_only_their_own_records() {
     let billing = TenantBilling::default();
     let acme = connect_as(billing.clone(), "acme").await;
     let beta = connect_as(billing.clone(), "beta").await;
-    let invoice = json!({ "customer": "c1", "period": "2026-10", "amount": 120.0 });
+    let invoice = json!({ "customer": "c1", "period": "2026-10", "amount": 120.0, "memo": "October" });
     let key = json!({ "customer": "c1", "period": "2026-10" });
 
     let first = call(&acme, "send_invoice", invoice.clone()).await;
@@ -126,7 +119,7 @@ async fn two_tenants_get_one_effect_each_and_see_only_their_own_records() {
     // even with another amount (no CONFLICT across tenants).
     let status = call(&beta, "send_invoice_status", key.clone()).await;
     assert_eq!(status["structuredContent"]["status"], "not_found", "{status}");
-    let other_amount = json!({ "customer": "c1", "period": "2026-10", "amount": 999.0 });
+    let other_amount = json!({ "customer": "c1", "period": "2026-10", "amount": 999.0, "memo": "October" });
     let beta_first = call(&beta, "send_invoice", other_amount.clone()).await;
     assert_eq!(beta_first["structuredContent"]["invoice"], "inv-beta-c1", "{beta_first}");
 
