@@ -62,6 +62,28 @@ fn main() -> ExitCode {
 
 fn run(command: Command, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
     let Command { db, action } = command;
-    let store = idem_runtime::SqliteStore::open(&db).map_err(|e| e.to_string())?;
+    let store = open_existing(&db)?;
     action.run(&store, confirm)
+}
+
+/// The store at `db`, which must exist: a typo must not read as "no stuck keys", and
+/// creating a store is what tools do, never this command.
+fn open_existing(db: &std::path::Path) -> Result<idem_runtime::SqliteStore, String> {
+    let text = db.to_string_lossy();
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        return Err(format!(
+            "{text}: this command reads SQLite stores only, so far; for a PostgreSQL store, query its \
+             idem_records table (see the README's PostgreSQL section)"
+        ));
+    }
+    match std::fs::metadata(db) {
+        Ok(meta) if meta.is_dir() => Err(format!("{}: is a directory, not a store file", db.display())),
+        Ok(_) => idem_runtime::SqliteStore::open(db).map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "no store at {}: this command never creates one (a tool creates its store on first use); \
+             check the path, or --db / IDEM_DB",
+            db.display()
+        )),
+        Err(e) => Err(format!("{}: {e}", db.display())),
+    }
 }

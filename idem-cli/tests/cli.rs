@@ -125,10 +125,29 @@ fn resolve_done_asks_first_and_records_the_result() {
     assert_eq!(store.read(id).unwrap().unwrap().state, RecordState::Completed { result: r#"{"id":"ch_1"}"#.into() });
 }
 
+/// A key whose lease is live may belong to a call still running: releasing or resolving
+/// it needs --force, and without it nothing changes.
+#[test]
+fn resolving_a_live_lease_needs_force() {
+    let (_dir, db, store) = store_with_records();
+    let id = RecordId { namespace: "shop::pay", key: "pay:2" };
+    let before = store.read(id).unwrap();
+    for args in [
+        &["resolve", "shop::pay", "pay:2", "--release", "--yes"][..],
+        &["resolve", "shop::pay", "pay:2", "--done", "1", "--yes"],
+    ] {
+        let refused = idem(&db, args, "y\n");
+        assert_eq!(refused.status.code(), Some(1), "{args:?}: {}", text(&refused));
+        assert!(text(&refused).contains("lease is live") && text(&refused).contains("--force"), "{}", text(&refused));
+        assert!(text(&refused).contains("state:     in_progress"), "what was there is shown: {}", text(&refused));
+    }
+    assert_eq!(store.read(id).unwrap(), before, "nothing changed");
+}
+
 #[test]
 fn resolve_release_with_yes_frees_the_key() {
     let (_dir, db, store) = store_with_records();
-    let released = idem(&db, &["resolve", "shop::pay", "pay:2", "--release", "--yes"], "");
+    let released = idem(&db, &["resolve", "shop::pay", "pay:2", "--release", "--force", "--yes"], "");
     assert!(released.status.success(), "{}", text(&released));
     assert_eq!(store.read(RecordId { namespace: "shop::pay", key: "pay:2" }).unwrap(), None);
     let settled = idem(&db, &["resolve", "shop::pay", "pay:1", "--release", "--yes"], "");
@@ -150,6 +169,60 @@ fn bad_input_is_refused_with_usage_and_changes_nothing() {
         assert!(text(&output).contains("usage:"), "{args:?}");
     }
     assert!(store.read(RecordId { namespace: "shop::pay", key: "pay:3" }).unwrap().is_some());
+}
+
+/// A store that is not there is an error naming the path, and nothing is created: a typo
+/// must not read as "no stuck keys". A directory, a file that is not a store and a
+/// PostgreSQL URL (not read by this command yet) are errors too.
+#[test]
+fn a_missing_store_is_an_error_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nodir").join("typo.db");
+    let not_a_store = dir.path().join("notes.txt");
+    std::fs::write(&not_a_store, "these are not the records you are looking for, not at all").unwrap();
+    let cases: [(&Path, &str); 4] = [
+        (&missing, "no store at"),
+        (dir.path(), "is a directory"),
+        (&not_a_store, "not a database"),
+        (Path::new("postgres://idem@127.0.0.1:1/idem"), "SQLite stores only"),
+    ];
+    for (db, why) in cases {
+        let output = idem(db, &["list"], "");
+        assert_eq!(output.status.code(), Some(1), "{}: {}", db.display(), text(&output));
+        assert!(text(&output).contains(why), "{}: {}", db.display(), text(&output));
+    }
+    assert!(!dir.path().join("nodir").exists(), "nothing created");
+    assert!(!Path::new("postgres:").exists(), "no directory named after the URL");
+}
+
+/// `--done` for a namespace whose tool stores MCP tool results must be one, or be wrapped
+/// with --rmcp as the tool would: a plain value would answer RECORD_UNREADABLE forever.
+#[test]
+fn resolve_done_keeps_an_rmcp_tools_result_shape() {
+    let (_dir, db, store) = store_with_records();
+    let namespace = "mcp::send_invoice";
+    let stored = r#"{"content":[{"type":"text","text":"{\"invoice\":\"inv_1\"}"}],"structuredContent":{"invoice":"inv_1"},"isError":false}"#;
+    for (key, lease) in [("invoice:1", Duration::from_secs(600)), ("invoice:2", Duration::ZERO)] {
+        let id = RecordId { namespace, key };
+        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
+            panic!()
+        };
+        if key == "invoice:1" {
+            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
+        }
+    }
+    let plain = idem(&db, &["resolve", namespace, "invoice:2", "--done", r#"{"invoice":"inv_2"}"#, "--yes"], "");
+    assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
+    assert!(text(&plain).contains("--rmcp"), "{}", text(&plain));
+    let id = RecordId { namespace, key: "invoice:2" };
+    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }), "nothing changed");
+    let wrapped =
+        idem(&db, &["resolve", namespace, "invoice:2", "--done", r#"{"invoice":"inv_2"}"#, "--rmcp", "--yes"], "");
+    assert!(wrapped.status.success(), "{}", text(&wrapped));
+    let RecordState::Completed { result } = store.read(id).unwrap().unwrap().state else { panic!("completed") };
+    let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["structuredContent"]["invoice"], "inv_2");
+    assert_eq!(result["content"][0]["type"], "text");
 }
 
 #[test]
