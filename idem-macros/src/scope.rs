@@ -45,8 +45,8 @@ pub fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Er
     inputs
 }
 
-/// An rmcp tool that takes an `Extension<T>` (how rmcp hands a tool the authenticated
-/// request) serves many callers, yet without `scope` its records are shared by all of
+/// An rmcp tool that takes an `Extension<T>` or the whole `Extensions` (how rmcp hands a
+/// tool the authenticated request) serves many callers, yet without `scope` its records are shared by all of
 /// them: that deserves a warning, unless `unscoped` says it is meant.
 pub fn unscoped_identity(
     (scope, unscoped): (&Option<Expr>, &Option<Ident>),
@@ -67,7 +67,8 @@ pub fn unscoped_identity(
         let syn::FnArg::Typed(typed) = input else { return None };
         let syn::Type::Path(path) = &*typed.ty else { return None };
         let last = path.path.segments.last()?;
-        (last.ident == "Extension").then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
+        (last.ident == "Extension" || last.ident == "Extensions")
+            .then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
     })
 }
 
