@@ -1,144 +1,71 @@
-//! The command line, parsed by hand: four subcommands and a few flags do not need a
-//! parser library.
-
-use std::path::PathBuf;
+//! What each command does, on an open store.
 
 use idem_runtime::store::{RecordId, RecordState, StateFilter, StoreError};
 use idem_runtime::{DEFAULT_RETAIN, SqliteStore};
 
+use crate::args::{Command, State};
 use crate::render;
 
-pub const USAGE: &str = "usage:
-  idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
-  idem [--db PATH] show NAMESPACE KEY
-  idem [--db PATH] purge [--limit N]
-  idem [--db PATH] resolve NAMESPACE KEY (--done JSON [--rmcp] | --release) [--force] [--yes]
-
-The store is --db, else $IDEM_DB, else the tools' default store (idem/idem.db in the
-user's data directory, e.g. ~/.local/share/idem/idem.db); it must exist: the command
-never creates one.
-
-resolve settles a key left in progress after you checked with the provider what
-happened: --done JSON records the provider's result as the tool would have stored it,
---release lets the next call run the action again. A key whose lease is still live may
-belong to a call that is still running: resolving it needs --force. A tool served over
-MCP (rmcp) stores MCP tool results: --rmcp wraps a plain JSON value the way it does, e.g.
-  idem resolve billing::send_invoice invoice:acme:2026-10 --done '{\"invoice\":\"inv_9\"}' --rmcp";
-
-pub struct Command {
-    pub db: PathBuf,
-    pub action: Action,
-}
-
-pub enum Action {
-    List { filter: StateFilter, namespace: Option<String>, scope: Option<String>, limit: usize },
-    Show { namespace: String, key: String },
-    Purge { limit: usize },
-    Resolve { namespace: String, key: String, done: Option<String>, rmcp: bool, force: bool, yes: bool },
-}
-
-pub fn parse(args: &[String]) -> Result<Command, String> {
-    let mut args = args.iter().map(String::as_str).peekable();
-    let mut db = None;
-    if args.peek() == Some(&"--db") {
-        args.next();
-        db = Some(PathBuf::from(args.next().ok_or("--db needs a path")?));
-    }
-    // Without --db, the file the tools' default store uses ($IDEM_DB, else the user's data
-    // directory), resolved the same way.
-    let db = match db {
-        Some(db) => db,
-        None => idem_runtime::default_store_path().map_err(|error| error.to_string())?,
-    };
-    let subcommand = args.next().ok_or("missing a command")?;
-    let mut positional = Vec::new();
-    let mut flags: Vec<(&str, Option<&str>)> = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg {
-            "--yes" | "--release" | "--force" | "--rmcp" => flags.push((arg, None)),
-            "--state" | "--namespace" | "--scope" | "--limit" | "--done" => {
-                flags.push((arg, Some(args.next().ok_or_else(|| format!("{arg} needs a value"))?)));
-            }
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
-            value => positional.push(value.to_owned()),
-        }
-    }
-    let flag = |name: &str| flags.iter().find(|(f, _)| *f == name).map(|(_, v)| *v);
-    let limit = match flag("--limit") {
-        Some(Some(text)) => text.parse().map_err(|_| format!("--limit takes a whole number, not {text:?}"))?,
-        _ => 100,
-    };
-    let action = match (subcommand, positional.as_slice()) {
-        ("list", []) => {
-            let filter = match flag("--state").flatten() {
+pub fn run(
+    store: &SqliteStore,
+    command: Command,
+    json: bool,
+    confirm: &mut dyn FnMut(&str) -> bool,
+) -> Result<(), String> {
+    match command {
+        Command::List { state, namespace, scope, limit } => {
+            let filter = match state {
                 None => StateFilter::All,
-                Some("in_progress") => StateFilter::InProgress,
-                Some("abandoned") => StateFilter::Abandoned,
-                Some("completed") => StateFilter::Completed,
-                Some("failed") => StateFilter::Failed,
-                Some(other) => {
-                    return Err(format!("unknown --state {other}: in_progress, abandoned, completed or failed"));
-                }
+                Some(State::InProgress) => StateFilter::InProgress,
+                Some(State::Abandoned) => StateFilter::Abandoned,
+                Some(State::Completed) => StateFilter::Completed,
+                Some(State::Failed) => StateFilter::Failed,
             };
-            let (namespace, scope) = (flag("--namespace").flatten(), flag("--scope").flatten());
-            Action::List { filter, namespace: namespace.map(str::to_owned), scope: scope.map(str::to_owned), limit }
-        }
-        ("show", [namespace, key]) => Action::Show { namespace: namespace.clone(), key: key.clone() },
-        ("purge", []) => Action::Purge { limit },
-        ("resolve", [namespace, key]) => {
-            let done = flag("--done").flatten().map(str::to_owned);
-            if done.is_some() == flag("--release").is_some() {
-                return Err("resolve takes exactly one of --done JSON and --release".into());
-            }
-            let rmcp = flag("--rmcp").is_some();
-            let done = match done {
-                Some(json) => {
-                    let value = serde_json::from_str::<serde_json::Value>(&json)
-                        .map_err(|e| format!("--done takes the provider's result as JSON: {e}"))?;
-                    Some(if rmcp { tool_result(value) } else { json })
-                }
-                None if rmcp => return Err("--rmcp wraps the JSON of --done; it has nothing to wrap".into()),
-                None => None,
+            // Running calls are the in-progress records whose lease is live: read them all,
+            // then keep `limit` of them.
+            let fetch = if state == Some(State::InProgress) { usize::MAX } else { limit };
+            let listed = store.list_in_scope(filter, namespace.as_deref(), scope.as_deref(), fetch);
+            let listed = listed.map_err(|e| e.to_string())?;
+            // `in_progress` means running: an abandoned record (lease ended) has its own state.
+            let running = |entry: &&idem_runtime::store::ListedRecord| {
+                state != Some(State::InProgress)
+                    || matches!(entry.record.state, RecordState::InProgress { lease_expired: false, .. })
             };
-            let (force, yes) = (flag("--force").is_some(), flag("--yes").is_some());
-            Action::Resolve { namespace: namespace.clone(), key: key.clone(), done, rmcp, force, yes }
+            let shown: Vec<_> = listed.iter().filter(running).take(limit).collect();
+            for entry in &shown {
+                say!("{}", if json { render::json_line(entry) } else { render::line(entry) });
+            }
+            eprintln!("{} record(s) in {}", shown.len(), store.path().display());
+            Ok(())
         }
-        ("list" | "show" | "purge" | "resolve", _) => return Err(format!("wrong arguments for {subcommand}")),
-        (other, _) => return Err(format!("unknown command {other}")),
-    };
-    Ok(Command { db, action })
-}
-
-impl Action {
-    pub fn run(self, store: &SqliteStore, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
-        match self {
-            Action::List { filter, namespace, scope, limit } => {
-                let listed = store.list_in_scope(filter, namespace.as_deref(), scope.as_deref(), limit);
-                let listed = listed.map_err(|e| e.to_string())?;
-                for entry in &listed {
-                    say!("{}", render::line(entry));
+        Command::Count => {
+            let counts = store.count().map_err(|e| e.to_string())?;
+            for count in &counts {
+                say!("{}", if json { render::json_count(count) } else { render::count(count) });
+            }
+            let total: u64 = counts.iter().map(|count| count.records).sum();
+            eprintln!("{total} record(s) in {}", store.path().display());
+            Ok(())
+        }
+        Command::Show { namespace, key } => {
+            let id = RecordId { namespace: &namespace, key: &key };
+            match store.read(id).map_err(|e| e.to_string())? {
+                Some(record) => {
+                    let entry = idem_runtime::store::ListedRecord { namespace, key, record };
+                    say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
+                    Ok(())
                 }
-                eprintln!("{} record(s) in {}", listed.len(), store.path().display());
-                Ok(())
+                None => Err(format!("no record for {namespace} {key}")),
             }
-            Action::Show { namespace, key } => {
-                let id = RecordId { namespace: &namespace, key: &key };
-                match store.read(id).map_err(|e| e.to_string())? {
-                    Some(record) => {
-                        say!("{}", render::detail(&namespace, &key, &record));
-                        Ok(())
-                    }
-                    None => Err(format!("no record for {namespace} {key}")),
-                }
-            }
-            Action::Purge { limit } => {
-                let purged = store.purge(limit).map_err(|e| e.to_string())?;
-                say!("purged {purged} record(s) past their retention");
-                Ok(())
-            }
-            Action::Resolve { namespace, key, done, rmcp, force, yes } => {
-                resolve(store, (&namespace, &key), done, (rmcp, force, yes), confirm)
-            }
+        }
+        Command::Purge { limit } => {
+            let purged = store.purge(limit).map_err(|e| e.to_string())?;
+            say!("purged {purged} record(s) past their retention");
+            Ok(())
+        }
+        Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
+            let done = done.map(|value| if rmcp { tool_result(value) } else { value.to_string() });
+            resolve(store, (&namespace, &key), done, (rmcp, force, yes), confirm)
         }
     }
 }
@@ -154,7 +81,9 @@ fn resolve(
     let record =
         store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
     // What was there, so that a mistake can be put back by hand.
-    say!("{}", render::detail(namespace, key, &record));
+    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
+    say!("{}", render::detail(&entry));
+    let record = entry.record;
     if let RecordState::InProgress { lease_expired: false, .. } = record.state
         && !force
     {

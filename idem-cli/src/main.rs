@@ -1,18 +1,19 @@
 //! `idem`: an operator's view of an idem SQLite store.
 //!
 //! ```text
-//! idem [--db PATH] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
-//! idem [--db PATH] show NAMESPACE KEY
+//! idem [--db PATH] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
+//! idem [--db PATH] [--json] count
+//! idem [--db PATH] [--json] show NAMESPACE KEY
 //! idem [--db PATH] purge [--limit N]
-//! idem [--db PATH] resolve NAMESPACE KEY (--done JSON | --release) [--yes]
+//! idem [--db PATH] resolve NAMESPACE KEY (--done JSON [--rmcp] | --release) [--force] [--yes]
 //! ```
 //!
-//! The store is `--db`, else the tools' default store: `IDEM_DB`, else `idem/idem.db` in
-//! the user's data directory. `resolve` settles a
+//! The store is `--db` (anywhere on the line), else `IDEM_DB`, else the tools' default
+//! store, `idem/idem.db` in the user's data directory; it must exist. `resolve` settles a
 //! key left in progress by a crash, after you checked with the provider what happened:
 //! `--done` records the provider's result, `--release` lets the next call run the action.
-//! It asks for confirmation unless `--yes` is given. `--scope` lists the records of one
-//! scope (`scope = expr` tools: a tenant, a user), whose keys start with its hash.
+//! It prints the record first, asks for confirmation unless `--yes` is given, and refuses
+//! a key whose lease is live unless `--force`. `idem help <command>` says more.
 
 /// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
 /// stopped listening is not an error.
@@ -23,27 +24,19 @@ macro_rules! say {
     }};
 }
 
+mod args;
 mod command;
 mod render;
 
 use std::io::{BufRead, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
-use command::Command;
+use clap::Parser;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
-        say!("{}", command::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    let command = match command::parse(&args) {
-        Ok(command) => command,
-        Err(message) => {
-            eprintln!("idem: {message}\n\n{}", command::USAGE);
-            return ExitCode::from(2);
-        }
-    };
+    // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
+    let cli = args::Cli::parse();
     let stdin = std::io::stdin();
     let mut confirm = |question: &str| {
         print!("{question} [y/N] ");
@@ -51,7 +44,15 @@ fn main() -> ExitCode {
         let mut answer = String::new();
         stdin.lock().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
     };
-    match run(command, &mut confirm) {
+    let db = match cli.db {
+        Some(db) => Ok(db),
+        // The file the tools' default store uses, resolved the same way.
+        None => idem_runtime::default_store_path().map_err(|error| error.to_string()),
+    };
+    let ran = db
+        .and_then(|db| open_existing(&db))
+        .and_then(|store| command::run(&store, cli.command, cli.json, &mut confirm));
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("idem: {message}");
@@ -60,15 +61,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, confirm: &mut dyn FnMut(&str) -> bool) -> Result<(), String> {
-    let Command { db, action } = command;
-    let store = open_existing(&db)?;
-    action.run(&store, confirm)
-}
-
 /// The store at `db`, which must exist: a typo must not read as "no stuck keys", and
 /// creating a store is what tools do, never this command.
-fn open_existing(db: &std::path::Path) -> Result<idem_runtime::SqliteStore, String> {
+fn open_existing(db: &Path) -> Result<idem_runtime::SqliteStore, String> {
     let text = db.to_string_lossy();
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         return Err(format!(

@@ -1,26 +1,35 @@
-//! How records are shown: one line per record for `list`, a block for `show`.
+//! How records are shown: one line per record for `list`, a block for `show`, and one JSON
+//! object per line with `--json`. Times are RFC 3339 (UTC) with how long ago they were.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use idem_runtime::store::{ListedRecord, Record, RecordState};
+use idem_runtime::store::{ListedRecord, RecordState, StateCount};
+use serde_json::{Value, json};
 
 pub fn line(entry: &ListedRecord) -> String {
     let record = &entry.record;
-    format!("{:<12} {:<30} {}  (since {})", state(record), entry.namespace, entry.key, age(record.created_at_ms))
+    format!(
+        "{:<12} {:<30} {}  (since {})",
+        state(&record.state),
+        entry.namespace,
+        entry.key,
+        when(record.created_at_ms)
+    )
 }
 
-pub fn detail(namespace: &str, key: &str, record: &Record) -> String {
+pub fn detail(entry: &ListedRecord) -> String {
+    let (namespace, key, record) = (&entry.namespace, &entry.key, &entry.record);
     let mut out = format!(
         "namespace: {namespace}\nkey:       {key}\nstate:     {}\ntoken:     {}\nrequest:   {}\ncreated:   {}\nupdated:   {}",
-        state(record),
+        state(&record.state),
         record.token.0,
         record.request,
-        age(record.created_at_ms),
-        age(record.updated_at_ms),
+        when(record.created_at_ms),
+        when(record.updated_at_ms),
     );
     match &record.state {
         RecordState::InProgress { lease_until_ms, progress, .. } => {
-            out += &format!("\nlease end: {}", age(*lease_until_ms));
+            out += &format!("\nlease end: {}", when(*lease_until_ms));
             if let Some(progress) = progress {
                 out += &format!("\nprogress:  {}", one_line(progress));
             }
@@ -29,9 +38,51 @@ pub fn detail(namespace: &str, key: &str, record: &Record) -> String {
         RecordState::Failed { error } => out += &format!("\nerror:     {error}"),
     }
     if let Some(until) = record.retain_until_ms {
-        out += &format!("\nkept until {}", age(until));
+        out += &format!("\nkept until {}", when(until));
     }
     out
+}
+
+/// A record as one JSON object: stored JSON (request, result, error) as JSON, times as
+/// RFC 3339.
+pub fn json_line(entry: &ListedRecord) -> String {
+    let record = &entry.record;
+    let stored = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()));
+    let mut object = json!({
+        "namespace": entry.namespace,
+        "key": entry.key,
+        "state": state(&record.state),
+        "token": record.token.0,
+        "request": stored(&record.request),
+        "created_at": rfc3339(record.created_at_ms),
+        "updated_at": rfc3339(record.updated_at_ms),
+    });
+    match &record.state {
+        RecordState::InProgress { lease_until_ms, progress, .. } => {
+            object["lease_until"] = json!(rfc3339(*lease_until_ms));
+            object["progress"] = json!(progress);
+        }
+        RecordState::Completed { result } => object["result"] = stored(result),
+        RecordState::Failed { error } => object["error"] = stored(error),
+    }
+    if let Some(until) = record.retain_until_ms {
+        object["retain_until"] = json!(rfc3339(until));
+    }
+    object.to_string()
+}
+
+pub fn count(count: &StateCount) -> String {
+    format!("{:<12} {:<30} {:>8}  (oldest {})", count.state, count.namespace, count.records, when(count.oldest_ms))
+}
+
+pub fn json_count(count: &StateCount) -> String {
+    json!({
+        "namespace": count.namespace,
+        "state": count.state,
+        "records": count.records,
+        "oldest": rfc3339(count.oldest_ms),
+    })
+    .to_string()
 }
 
 /// `text` on one line: control characters (a newline in a progress message) are escaped,
@@ -40,13 +91,18 @@ fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
-fn state(record: &Record) -> &'static str {
-    match record.state {
+fn state(state: &RecordState) -> &'static str {
+    match state {
         RecordState::InProgress { lease_expired: false, .. } => "in_progress",
         RecordState::InProgress { lease_expired: true, .. } => "abandoned",
         RecordState::Completed { .. } => "completed",
         RecordState::Failed { .. } => "failed",
     }
+}
+
+/// A store time as RFC 3339 and relative to now: `2026-12-01T14:03:05.120Z (12s ago)`.
+fn when(at_ms: i64) -> String {
+    format!("{} ({})", rfc3339(at_ms), age(at_ms))
 }
 
 /// A store time relative to now, e.g. `12s ago` or `in 4m`.
@@ -61,4 +117,40 @@ fn age(at_ms: i64) -> String {
         _ => format!("{}d", seconds / 86400),
     };
     if future { format!("in {text}") } else { format!("{text} ago") }
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 in UTC, to the millisecond.
+pub fn rfc3339(ms: i64) -> String {
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute) = (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60);
+    let (second, milli) = (ms_of_day / 1000 % 60, ms_of_day % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_133_980_185), "2026-12-01T14:06:20.185Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+    }
 }

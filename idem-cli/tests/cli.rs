@@ -75,6 +75,50 @@ fn list_filters_by_scope() {
     assert!(text(&idem(&db, &["list"], "")).contains("5 record(s)"));
 }
 
+/// The command line as the ecosystem's commands have it: --version, help per command,
+/// --db anywhere, --limit=N, --state in_progress meaning running calls only.
+#[test]
+fn flags_anywhere_help_and_version() {
+    let (_dir, db, _store) = store_with_records();
+    let version = Command::new(env!("CARGO_BIN_EXE_idem")).arg("--version").output().unwrap();
+    assert_eq!(text(&version).trim(), format!("idem {}", env!("CARGO_PKG_VERSION")));
+    let help = text(&Command::new(env!("CARGO_BIN_EXE_idem")).args(["help", "resolve"]).output().unwrap());
+    assert!(help.contains("--force") && help.contains("--rmcp") && help.contains("Example"), "{help}");
+    let after = Command::new(env!("CARGO_BIN_EXE_idem")).args(["list", "--limit=1", "--db"]).arg(&db).output().unwrap();
+    assert!(after.status.success(), "{}", text(&after));
+    assert!(text(&after).contains("1 record(s)"), "{}", text(&after));
+    let running = text(&idem(&db, &["list", "--state", "in_progress"], ""));
+    assert!(running.contains("pay:2") && !running.contains("pay:3"), "an abandoned call is not running: {running}");
+}
+
+/// `--json`: one object per line, stored JSON as JSON, times as RFC 3339; `count` groups
+/// by namespace and state.
+#[test]
+fn json_lines_and_counts() {
+    let (_dir, db, _store) = store_with_records();
+    let listed = idem(&db, &["list", "--json"], "");
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&listed.stdout).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["key"], "pay:1");
+    assert_eq!(lines[0]["result"], "paid");
+    assert_eq!(lines[0]["request"]["amount"], 10);
+    let created = lines[0]["created_at"].as_str().unwrap();
+    assert!(created.len() == 24 && created.ends_with('Z') && created.as_bytes()[10] == b'T', "{created}");
+    assert_eq!(lines[2]["state"], "abandoned");
+    let counted = text(&idem(&db, &["count"], ""));
+    for state in ["abandoned", "completed", "in_progress"] {
+        assert!(
+            counted.lines().any(|l| l.starts_with(state) && l.contains("shop::pay") && l.contains(" 1 ")),
+            "{counted}"
+        );
+    }
+    let counted = idem(&db, &["count", "--json"], "");
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&counted.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!((first["namespace"].as_str(), first["records"].as_u64()), (Some("shop::pay"), Some(1)));
+}
+
 #[test]
 fn show_prints_the_record() {
     let (_dir, db, _store) = store_with_records();
@@ -163,10 +207,12 @@ fn bad_input_is_refused_with_usage_and_changes_nothing() {
         &["resolve", "shop::pay", "pay:3"],
         &["list", "--state", "stuck"],
         &["frobnicate"],
+        &["show", "shop::pay", "pay:1", "--limit", "5"],
+        &["resolve", "shop::pay", "pay:3", "--release", "--rmcp"],
     ] {
         let output = idem(&db, args, "y\n");
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
-        assert!(text(&output).contains("usage:"), "{args:?}");
+        assert!(text(&output).contains("error:") && text(&output).contains("--help"), "{args:?}: {}", text(&output));
     }
     assert!(store.read(RecordId { namespace: "shop::pay", key: "pay:3" }).unwrap().is_some());
 }

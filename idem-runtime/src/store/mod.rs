@@ -38,7 +38,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PgStore, PgStoreBuilder};
-pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateFilter, Synchronous};
+pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateCount, StateFilter, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
 
 /// A duration in milliseconds, capped so that `now + duration` can neither overflow an

@@ -51,6 +51,28 @@ const PLANT: &str = concat!(
     " AS ms)"
 );
 
+/// Records per namespace and state, an expired in-progress record counted as abandoned.
+const COUNT: &str = concat!(
+    "SELECT namespace, CASE WHEN state = 'in_progress' AND lease_until_ms <= ",
+    now_ms!(),
+    " THEN 'abandoned' ELSE state END AS shown, count(*), min(created_at_ms) FROM idem_records \
+     GROUP BY namespace, shown ORDER BY namespace, shown"
+);
+
+/// How many records of one namespace are in one state: what [`SqliteStore::count`] returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateCount {
+    /// The tool's namespace.
+    pub namespace: String,
+    /// `in_progress` (lease live), `abandoned` (lease ended), `completed` or `failed`; a
+    /// state a newer idem wrote is given as stored.
+    pub state: String,
+    /// How many.
+    pub records: u64,
+    /// When the oldest of them was reserved, in milliseconds since the Unix epoch.
+    pub oldest_ms: i64,
+}
+
 const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
 
 impl SqliteStore {
@@ -110,6 +132,26 @@ impl SqliteStore {
                 }
             }
             Ok(listed)
+        })
+    }
+
+    /// Records per namespace and state, by namespace then state: what an operator looks
+    /// at first (how many calls were abandoned, and since when).
+    pub fn count(&self) -> Result<Vec<StateCount>, StoreError> {
+        self.with_conn("count", |conn| {
+            let mut stmt = conn.prepare_cached(COUNT).map_err(backend)?;
+            let rows = stmt
+                .query_map([], |row| {
+                    let records: i64 = row.get(2)?;
+                    Ok(StateCount {
+                        namespace: row.get(0)?,
+                        state: row.get(1)?,
+                        records: u64::try_from(records).unwrap_or(0),
+                        oldest_ms: row.get(3)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         })
     }
 

@@ -1,0 +1,116 @@
+//! The command line: what `idem --help` and `idem help <command>` say.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// An operator's view of an idem store.
+///
+/// Which keys are stuck, what a record holds, and settling a stuck key by hand once you
+/// know what happened.
+#[derive(Debug, Parser)]
+#[command(name = "idem", version, propagate_version = true)]
+pub struct Cli {
+    /// The store: an SQLite file. Default: $IDEM_DB, else the tools' default store
+    /// (idem/idem.db in the user's data directory). It must exist: this command never
+    /// creates one.
+    #[arg(long, global = true, value_name = "PATH", env = "IDEM_DB")]
+    pub db: Option<PathBuf>,
+
+    /// Print one JSON object per line (list, count, show) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List records, oldest first.
+    ///
+    /// Look here for keys whose calls were abandoned (`--state abandoned`).
+    List {
+        /// Only records in this state.
+        #[arg(long, value_enum)]
+        state: Option<State>,
+        /// Only records of this namespace (a tool's, e.g. billing::send_invoice).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Only records of this scope (tools with `scope = ...`: a tenant, a user).
+        #[arg(long)]
+        scope: Option<String>,
+        /// At most this many records.
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: usize,
+    },
+    /// Records per namespace and state, with the oldest of each.
+    ///
+    /// What to look at first: how many calls were abandoned, and since when.
+    Count,
+    /// Show one record whole.
+    ///
+    /// Its state, compared fields, result or lease, progress, and times.
+    Show {
+        /// The tool's namespace, as `list` shows it.
+        namespace: String,
+        /// The record's key, as `list` shows it.
+        key: String,
+    },
+    /// Remove settled records past their retention.
+    ///
+    /// Never an in-progress one. Run it periodically.
+    Purge {
+        /// At most this many records.
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: usize,
+    },
+    /// Settle a key left in progress by hand.
+    ///
+    /// For a key whose call crashed, after you checked with the provider what happened:
+    /// --done records the provider's result, --release lets the next call run the action
+    /// again. Prints the record as it was first, asks before changing it, and refuses a key
+    /// whose lease is live (its call may still be running) unless --force.
+    #[command(after_help = "Example, for an rmcp tool (which stores MCP tool results):\n  \
+        idem resolve billing::send_invoice invoice:acme:2026-10 --done '{\"invoice\":\"inv_9\"}' --rmcp")]
+    Resolve {
+        /// The tool's namespace, as `list` shows it.
+        namespace: String,
+        /// The record's key, as `list` shows it.
+        key: String,
+        /// The result to record, as JSON: what the tool would have returned.
+        #[arg(long, value_name = "JSON", value_parser = json, conflicts_with = "release", required_unless_present = "release")]
+        done: Option<serde_json::Value>,
+        /// Wrap --done's value as an rmcp tool stores its result (a CallToolResult).
+        #[arg(long, conflicts_with = "release")]
+        rmcp: bool,
+        /// Delete the reservation: the next call runs the action.
+        #[arg(long)]
+        release: bool,
+        /// Settle it even though its lease is live, i.e. its call may still be running.
+        #[arg(long)]
+        force: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+}
+
+/// A record's state as `list --state` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum State {
+    /// Reserved, its lease live: the call is running (or its process died moments ago).
+    #[value(name = "in_progress")]
+    InProgress,
+    /// Reserved, its lease ended: its call stopped and its outcome is unknown.
+    Abandoned,
+    /// Completed with a result.
+    Completed,
+    /// Settled with a kept error.
+    Failed,
+}
+
+fn json(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text)
+        .map_err(|e| format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}'"))
+}
