@@ -11,11 +11,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, propagate_version = true)]
 pub struct Cli {
-    /// The store: an SQLite file. Default: $IDEM_DB, else the tools' default store
-    /// (idem/idem.db in the user's data directory). It must exist: this command never
-    /// creates one.
-    #[arg(long, global = true, value_name = "PATH", env = "IDEM_DB")]
+    /// The store: an SQLite file, or a PostgreSQL URL (postgres://user@host/db). Default:
+    /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
+    /// It must exist: this command never creates one.
+    #[arg(long, global = true, value_name = "PATH|URL", env = "IDEM_DB")]
     pub db: Option<PathBuf>,
+
+    /// The PostgreSQL schema that holds idem's tables (`PgStoreBuilder::schema`).
+    #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
+    pub schema: String,
 
     /// Print one JSON object per line (list, count, show) instead of text.
     #[arg(long, global = true)]
@@ -40,6 +44,9 @@ pub enum Command {
         /// Only records of this scope (tools with `scope = ...`: a tenant, a user).
         #[arg(long)]
         scope: Option<String>,
+        /// Only records reserved at least this long ago: 30s, 5m, 2h, 7d.
+        #[arg(long, value_name = "AGE", value_parser = age)]
+        older_than: Option<std::time::Duration>,
         /// At most this many records.
         #[arg(long, default_value_t = 100, value_name = "N")]
         limit: usize,
@@ -94,6 +101,20 @@ pub enum Command {
         #[arg(long, short)]
         yes: bool,
     },
+    /// Put a settled record back in progress, to undo a wrong `resolve --done`.
+    ///
+    /// The record then reads as abandoned: the next call runs the tool's reconcile hook or
+    /// answers OUTCOME_UNKNOWN, never the action blindly. Its stored result is dropped; it is
+    /// printed first, so that it can be put back with `resolve --done`.
+    Reopen {
+        /// The tool's namespace, as `list` shows it.
+        namespace: String,
+        /// The record's key, as `list` shows it.
+        key: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
 }
 
 /// A record's state as `list --state` names it.
@@ -113,4 +134,20 @@ pub enum State {
 fn json(text: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(text)
         .map_err(|e| format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}'"))
+}
+
+/// `30s`, `5m`, `2h`, `7d` (or `500ms`): a whole number and a unit.
+fn age(text: &str) -> Result<std::time::Duration, String> {
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| format!("{text:?} is not an age: write e.g. 30s, 5m, 2h or 7d"))?;
+    let ms = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{text:?} has no unit: write e.g. 30s, 5m, 2h or 7d")),
+    };
+    Ok(std::time::Duration::from_millis(number.saturating_mul(ms)))
 }

@@ -1,19 +1,19 @@
 //! What each command does, on an open store.
 
-use idem_runtime::store::{RecordId, RecordState, StateFilter, StoreError};
-use idem_runtime::{DEFAULT_RETAIN, SqliteStore};
+use idem_runtime::DEFAULT_RETAIN;
+use idem_runtime::store::{Admin, ListQuery, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, State};
 use crate::render;
 
 pub fn run(
-    store: &SqliteStore,
+    store: &dyn Admin,
     command: Command,
     json: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
     match command {
-        Command::List { state, namespace, scope, limit } => {
+        Command::List { state, namespace, scope, older_than, limit } => {
             let filter = match state {
                 None => StateFilter::All,
                 Some(State::InProgress) => StateFilter::InProgress,
@@ -24,8 +24,15 @@ pub fn run(
             // Running calls are the in-progress records whose lease is live: read them all,
             // then keep `limit` of them.
             let fetch = if state == Some(State::InProgress) { usize::MAX } else { limit };
-            let listed = store.list_in_scope(filter, namespace.as_deref(), scope.as_deref(), fetch);
-            let listed = listed.map_err(|e| e.to_string())?;
+            let prefix = scope.as_deref().map(idem_runtime::scope_prefix);
+            let query = ListQuery {
+                state: filter,
+                namespace: namespace.as_deref(),
+                key_prefix: prefix.as_deref(),
+                older_than,
+                limit: fetch,
+            };
+            let listed = store.list(&query).map_err(|e| e.to_string())?;
             // `in_progress` means running: an abandoned record (lease ended) has its own state.
             let running = |entry: &&idem_runtime::store::ListedRecord| {
                 state != Some(State::InProgress)
@@ -35,7 +42,7 @@ pub fn run(
             for entry in &shown {
                 say!("{}", if json { render::json_line(entry) } else { render::line(entry) });
             }
-            eprintln!("{} record(s) in {}", shown.len(), store.path().display());
+            eprintln!("{} record(s) in {}", shown.len(), store.describe());
             Ok(())
         }
         Command::Count => {
@@ -44,12 +51,12 @@ pub fn run(
                 say!("{}", if json { render::json_count(count) } else { render::count(count) });
             }
             let total: u64 = counts.iter().map(|count| count.records).sum();
-            eprintln!("{total} record(s) in {}", store.path().display());
+            eprintln!("{total} record(s) in {}", store.describe());
             Ok(())
         }
         Command::Show { namespace, key } => {
             let id = RecordId { namespace: &namespace, key: &key };
-            match store.read(id).map_err(|e| e.to_string())? {
+            match store.show(id).map_err(|e| e.to_string())? {
                 Some(record) => {
                     let entry = idem_runtime::store::ListedRecord { namespace, key, record };
                     say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
@@ -63,6 +70,7 @@ pub fn run(
             say!("purged {purged} record(s) past their retention");
             Ok(())
         }
+        Command::Reopen { namespace, key, yes } => reopen(store, (&namespace, &key), yes, confirm),
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
             let done = done.map(|value| if rmcp { tool_result(value) } else { value.to_string() });
             resolve(store, (&namespace, &key), done, (rmcp, force, yes), confirm)
@@ -71,7 +79,7 @@ pub fn run(
 }
 
 fn resolve(
-    store: &SqliteStore,
+    store: &dyn Admin,
     (namespace, key): (&str, &str),
     done: Option<String>,
     (rmcp, force, yes): (bool, bool, bool),
@@ -79,7 +87,7 @@ fn resolve(
 ) -> Result<(), String> {
     let id = RecordId { namespace, key };
     let record =
-        store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
+        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
     // What was there, so that a mistake can be put back by hand.
     let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
     say!("{}", render::detail(&entry));
@@ -120,10 +128,42 @@ fn resolve(
     }
 }
 
+fn reopen(
+    store: &dyn Admin,
+    (namespace, key): (&str, &str),
+    yes: bool,
+    confirm: &mut dyn FnMut(&str) -> bool,
+) -> Result<(), String> {
+    let id = RecordId { namespace, key };
+    let record =
+        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
+    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
+    say!("{}", render::detail(&entry));
+    let question = format!(
+        "Reopen {key}? Its result above is dropped, and the next call runs the tool's reconcile hook or answers \
+         OUTCOME_UNKNOWN."
+    );
+    if !yes && !confirm(&question) {
+        return Err("nothing changed".into());
+    }
+    match store.reopen(id) {
+        Ok(()) => {
+            say!("reopened: {key} reads as abandoned");
+            Ok(())
+        }
+        Err(StoreError::Fenced) => {
+            Err(format!("{key} is not settled (only a completed or failed record reopens); nothing changed"))
+        }
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// Refuses a result another completed record of the namespace says the tool cannot read:
 /// a plain value where the tool (an rmcp tool) stores MCP tool results.
-fn check_shape(store: &SqliteStore, namespace: &str, json: &str) -> Result<(), String> {
-    let sibling = store.list(StateFilter::Completed, Some(namespace), 1).map_err(|e| e.to_string())?;
+fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), String> {
+    let query =
+        ListQuery { state: StateFilter::Completed, namespace: Some(namespace), limit: 1, ..ListQuery::default() };
+    let sibling = store.list(&query).map_err(|e| e.to_string())?;
     let Some(RecordState::Completed { result }) = sibling.first().map(|listed| &listed.record.state) else {
         return Ok(()); // nothing to compare with
     };

@@ -1,4 +1,4 @@
-//! `idem`: an operator's view of an idem SQLite store.
+//! `idem`: an operator's view of an idem store, SQLite or PostgreSQL.
 //!
 //! ```text
 //! idem [--db PATH] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
@@ -8,8 +8,9 @@
 //! idem [--db PATH] resolve NAMESPACE KEY (--done JSON [--rmcp] | --release) [--force] [--yes]
 //! ```
 //!
-//! The store is `--db` (anywhere on the line), else `IDEM_DB`, else the tools' default
-//! store, `idem/idem.db` in the user's data directory; it must exist. `resolve` settles a
+//! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
+//! `--schema`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
+//! user's data directory; it must exist. `resolve` settles a
 //! key left in progress by a crash, after you checked with the provider what happened:
 //! `--done` records the provider's result, `--release` lets the next call run the action.
 //! It prints the record first, asks for confirmation unless `--yes` is given, and refuses
@@ -33,6 +34,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
+use idem_runtime::store::{Admin, PgStore, SqliteStore};
 
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
@@ -49,9 +51,8 @@ fn main() -> ExitCode {
         // The file the tools' default store uses, resolved the same way.
         None => idem_runtime::default_store_path().map_err(|error| error.to_string()),
     };
-    let ran = db
-        .and_then(|db| open_existing(&db))
-        .and_then(|store| command::run(&store, cli.command, cli.json, &mut confirm));
+    let store = db.and_then(|db| open_existing(&db, &cli.schema));
+    let ran = store.and_then(|store| command::run(&*store, cli.command, cli.json, &mut confirm));
     match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -63,17 +64,23 @@ fn main() -> ExitCode {
 
 /// The store at `db`, which must exist: a typo must not read as "no stuck keys", and
 /// creating a store is what tools do, never this command.
-fn open_existing(db: &Path) -> Result<idem_runtime::SqliteStore, String> {
+fn open_existing(db: &Path, schema: &str) -> Result<Box<dyn Admin>, String> {
     let text = db.to_string_lossy();
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        return Err(format!(
-            "{text}: this command reads SQLite stores only, so far; for a PostgreSQL store, query its \
-             idem_records table (see the README's PostgreSQL section)"
-        ));
+        let store = PgStore::builder(&text).schema(schema).build().map_err(|e| e.to_string())?;
+        return match store.exists_blocking() {
+            Ok(true) => Ok(Box::new(store)),
+            Ok(false) => Err(format!(
+                "no idem store in {}: this command never creates one (a tool creates its tables on first use); \
+                 check the URL and --schema",
+                store.describe()
+            )),
+            Err(error) => Err(error.to_string()),
+        };
     }
     match std::fs::metadata(db) {
         Ok(meta) if meta.is_dir() => Err(format!("{}: is a directory, not a store file", db.display())),
-        Ok(_) => idem_runtime::SqliteStore::open(db).map_err(|e| e.to_string()),
+        Ok(_) => Ok(Box::new(SqliteStore::open(db).map_err(|e| e.to_string())?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
             "no store at {}: this command never creates one (a tool creates its store on first use); \
              check the path, or --db / IDEM_DB",

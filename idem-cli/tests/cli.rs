@@ -87,6 +87,10 @@ fn flags_anywhere_help_and_version() {
     let after = Command::new(env!("CARGO_BIN_EXE_idem")).args(["list", "--limit=1", "--db"]).arg(&db).output().unwrap();
     assert!(after.status.success(), "{}", text(&after));
     assert!(text(&after).contains("1 record(s)"), "{}", text(&after));
+    let old = text(&idem(&db, &["list", "--older-than", "1h"], ""));
+    assert!(old.contains("0 record(s)"), "none is an hour old: {old}");
+    let bad_age = idem(&db, &["list", "--older-than", "soon"], "");
+    assert_eq!(bad_age.status.code(), Some(2), "{}", text(&bad_age));
     let running = text(&idem(&db, &["list", "--state", "in_progress"], ""));
     assert!(running.contains("pay:2") && !running.contains("pay:3"), "an abandoned call is not running: {running}");
 }
@@ -219,7 +223,7 @@ fn bad_input_is_refused_with_usage_and_changes_nothing() {
 
 /// A store that is not there is an error naming the path, and nothing is created: a typo
 /// must not read as "no stuck keys". A directory, a file that is not a store and a
-/// PostgreSQL URL (not read by this command yet) are errors too.
+/// PostgreSQL server that does not answer are errors too.
 #[test]
 fn a_missing_store_is_an_error_and_nothing_is_created() {
     let dir = tempfile::tempdir().unwrap();
@@ -230,7 +234,7 @@ fn a_missing_store_is_an_error_and_nothing_is_created() {
         (&missing, "no store at"),
         (dir.path(), "is a directory"),
         (&not_a_store, "not a database"),
-        (Path::new("postgres://idem@127.0.0.1:1/idem"), "SQLite stores only"),
+        (Path::new("postgres://idem@127.0.0.1:1/idem"), "PostgreSQL idem@127.0.0.1:1/idem (schema idem): open: "),
     ];
     for (db, why) in cases {
         let output = idem(db, &["list"], "");
@@ -271,6 +275,22 @@ fn resolve_done_keeps_an_rmcp_tools_result_shape() {
     assert_eq!(result["content"][0]["type"], "text");
 }
 
+/// `reopen` undoes a wrong `resolve --done`: the record reads as abandoned again, and an
+/// in-progress record cannot be reopened.
+#[test]
+fn reopen_undoes_a_wrong_resolve() {
+    let (_dir, db, store) = store_with_records();
+    let id = RecordId { namespace: "shop::pay", key: "pay:1" };
+    let reopened = idem(&db, &["reopen", "shop::pay", "pay:1", "--yes"], "");
+    assert!(reopened.status.success(), "{}", text(&reopened));
+    assert!(text(&reopened).contains("result:    \"paid\""), "what was there is shown: {}", text(&reopened));
+    let record = store.read(id).unwrap().unwrap();
+    assert!(matches!(record.state, RecordState::InProgress { lease_expired: true, .. }), "{record:?}");
+    let running = idem(&db, &["reopen", "shop::pay", "pay:2", "--yes"], "");
+    assert_eq!(running.status.code(), Some(1));
+    assert!(text(&running).contains("not settled"), "{}", text(&running));
+}
+
 #[test]
 fn purge_removes_records_past_retention() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,6 +326,60 @@ fn without_db_the_command_reads_the_tools_default_store() {
         .unwrap();
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
-    assert!(shown.contains("pay:7") && shown.contains(&format!("1 record(s) in {}", default.display())), "{shown}");
+    assert!(
+        shown.contains("pay:7") && shown.contains(&format!("1 record(s) in SQLite {}", default.display())),
+        "{shown}"
+    );
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0, "nothing created where it ran");
+}
+
+/// The same command on a PostgreSQL store (the test server of `IDEM_TEST_DATABASE_URL`):
+/// a schema without idem's tables is an error and stays without them; on one a store
+/// wrote, `list --state abandoned --json`, `count` and `resolve` work as on SQLite.
+#[test]
+fn postgres_stores_are_read_and_never_created() {
+    let Some(url) = std::env::var("IDEM_TEST_DATABASE_URL").ok().filter(|url| !url.is_empty()) else {
+        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") {
+            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests");
+        }
+        return eprintln!("SKIPPED postgres_stores_are_read_and_never_created: set IDEM_TEST_DATABASE_URL");
+    };
+    let schema = format!("idem_cli_{}", std::process::id());
+    let pg = |args: &[&str]| {
+        let output =
+            Command::new(env!("CARGO_BIN_EXE_idem")).args(["--db", &url, "--schema", &schema]).args(args).output();
+        output.unwrap()
+    };
+    let missing = pg(&["list"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(text(&missing).contains("no idem store in PostgreSQL"), "{}", text(&missing));
+    let store = idem_runtime::store::PgStore::builder(&url).schema(&schema).build().unwrap();
+    assert!(!store.exists_blocking().unwrap(), "the command created nothing");
+    let id = RecordId { namespace: "shop::pay", key: "pay:9" };
+    let reserved =
+        idem_runtime::Store::reserve(&store, Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO });
+    assert!(matches!(reserved, Ok(Reservation::Acquired { .. })), "{reserved:?}");
+
+    let listed = pg(&["list", "--state", "abandoned", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let line: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&listed.stdout).trim()).unwrap();
+    assert_eq!((line["key"].as_str(), line["state"].as_str()), (Some("pay:9"), Some("abandoned")), "{line}");
+    let counted = text(&pg(&["count"]));
+    assert!(counted.contains("abandoned") && counted.contains("shop::pay"), "{counted}");
+    let resolved = pg(&["resolve", "shop::pay", "pay:9", "--done", r#"{"charge":"ch_9"}"#, "--yes"]);
+    assert!(resolved.status.success(), "{}", text(&resolved));
+    let record = idem_runtime::Store::read(&store, id).unwrap().unwrap();
+    assert_eq!(record.state, RecordState::Completed { result: r#"{"charge":"ch_9"}"#.into() });
+    drop_schema(&url, &schema);
+}
+
+/// Drops a test schema, on a connection of its own.
+fn drop_schema(url: &str, schema: &str) {
+    use idem_runtime::store::postgres::tokio_postgres;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.unwrap();
+    });
 }

@@ -39,7 +39,7 @@ pub use hooks::{
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
 pub use timeout::run_async_timeout;
-#[cfg(feature = "tokio")]
+#[cfg(feature = "rmcp")]
 pub(crate) use timeout::timed_out;
 
 /// What the macro knows about one tool at compile time.

@@ -6,8 +6,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{
-    Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
-    now_ms,
+    Admin, Completion, ListQuery, ListedRecord, Record, RecordId, RecordState, Renew, Reservation, Reserve, StateCount,
+    Store, StoreError, Token, duration_ms, now_ms,
 };
 use crate::testing::conformance::PlantRecord;
 
@@ -255,6 +255,104 @@ impl PlantRecord for MemoryStore {
     }
 }
 
+/// The operator's operations, on the map under its one lock.
+impl Admin for MemoryStore {
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+
+    fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
+        let records = self.lock();
+        let now = now_ms();
+        let mut listed = Vec::new();
+        for (namespace, keys) in &records.0 {
+            if query.namespace.is_some_and(|wanted| wanted != namespace) {
+                continue;
+            }
+            for (key, entry) in keys {
+                let id = RecordId { namespace, key };
+                let record = entry.to_record(id, now)?;
+                if super::admin::selects(query, key, &record, now) {
+                    listed.push(ListedRecord { namespace: namespace.clone(), key: key.clone(), record });
+                }
+            }
+        }
+        listed.sort_by_key(|entry| (entry.record.created_at_ms, entry.record.token));
+        listed.truncate(query.limit);
+        Ok(listed)
+    }
+
+    fn count(&self) -> Result<Vec<StateCount>, StoreError> {
+        let records = self.lock();
+        let now = now_ms();
+        let mut counts: std::collections::BTreeMap<(String, String), (u64, i64)> = Default::default();
+        for (namespace, keys) in &records.0 {
+            for entry in keys.values() {
+                let state = match &entry.state {
+                    State::InProgress { lease_until_ms } if *lease_until_ms <= now => "abandoned",
+                    State::InProgress { .. } => "in_progress",
+                    State::Completed(_) => "completed",
+                    State::Failed(_) => "failed",
+                    State::Unknown(state) => state,
+                };
+                let count = counts.entry((namespace.clone(), state.to_owned())).or_insert((0, i64::MAX));
+                *count = (count.0 + 1, count.1.min(entry.created_at_ms));
+            }
+        }
+        let counts = counts.into_iter();
+        Ok(counts
+            .map(|((namespace, state), (records, oldest_ms))| StateCount { namespace, state, records, oldest_ms })
+            .collect())
+    }
+
+    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        Store::read(self, id)
+    }
+
+    fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        match records.get_mut(id) {
+            Some(entry) if matches!(entry.state, State::InProgress { .. }) => {
+                entry.state = State::Completed(result.to_owned());
+                (entry.progress, entry.updated_at_ms) = (None, now);
+                entry.retain_until_ms = Some(now.saturating_add(duration_ms(retain)));
+                Ok(())
+            }
+            _ => Err(StoreError::Fenced),
+        }
+    }
+
+    fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        match records.get(id) {
+            Some(entry) if matches!(entry.state, State::InProgress { .. }) => {
+                records.remove(id);
+                Ok(())
+            }
+            _ => Err(StoreError::Fenced),
+        }
+    }
+
+    fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        match records.get_mut(id) {
+            Some(entry) if matches!(entry.state, State::Completed(_) | State::Failed(_)) => {
+                entry.state = State::InProgress { lease_until_ms: now };
+                entry.token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+                (entry.progress, entry.retain_until_ms, entry.updated_at_ms) = (None, None, now);
+                Ok(())
+            }
+            _ => Err(StoreError::Fenced),
+        }
+    }
+
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        Store::purge(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +362,7 @@ mod tests {
     fn passes_the_conformance_checks() {
         check_store(MemoryStore::new);
         check_unknown_state(&MemoryStore::new());
+        crate::testing::conformance::check_admin(MemoryStore::new);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! `AsyncStore::reserve(&store, ..).await`.
 
 mod adapter;
+mod admin;
 mod failure;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -34,11 +35,12 @@ use std::time::Duration;
 
 pub use adapter::FromSync;
 pub(crate) use adapter::{async_store_from_sync, inherent_store_ops};
+pub use admin::{Admin, ListQuery, ListedRecord, StateCount, StateFilter};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PgStore, PgStoreBuilder};
-pub use sqlite::{ListedRecord, SqliteStore, SqliteStoreBuilder, StateCount, StateFilter, Synchronous};
+pub use sqlite::{SqliteStore, SqliteStoreBuilder, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
 
 /// A duration in milliseconds, capped so that `now + duration` can neither overflow an

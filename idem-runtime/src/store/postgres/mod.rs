@@ -63,6 +63,7 @@
 //!   [`Store`](super::Store) impl blocks the calling thread, even inside a tokio runtime,
 //!   without deadlocking).
 
+mod admin;
 mod deadline;
 mod ops;
 mod pool;

@@ -117,7 +117,7 @@ pub(super) fn decode(id: RecordId<'_>, row: &Row, at: usize) -> Result<Record, S
 
 /// Milliseconds since the Unix epoch (negative before it). The server stores whole
 /// milliseconds, so nothing is rounded away.
-fn unix_ms(time: SystemTime) -> i64 {
+pub(super) fn unix_ms(time: SystemTime) -> i64 {
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     match time.duration_since(UNIX_EPOCH) {
         Ok(after) => ms(after),

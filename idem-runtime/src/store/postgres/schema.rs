@@ -45,13 +45,13 @@ const LOCK_CLASS: i32 = 0x1de3;
 /// that differences of stored times are exact.
 ///
 /// [`Record`]: crate::store::Record
-const NOW: &str = "date_trunc('milliseconds', now())";
+pub(super) const NOW: &str = "date_trunc('milliseconds', now())";
 
 /// The columns [`super::decode`] reads, in its order. Times go out as `timestamptz` and
 /// become milliseconds in the client: `extract(epoch ..)` computes in `numeric`, which cost
 /// a replay about a tenth of its time on a loopback server. `progress` is NULL on a settled
 /// record, so a replay carries one null more and decodes nothing more.
-const COLUMNS: &str = "token, state, request, result, created_at, updated_at, lease_until, lease_until <= now(), \
+pub(super) const COLUMNS: &str = "token, state, request, result, created_at, updated_at, lease_until, lease_until <= now(), \
                        retain_until, progress";
 
 /// The statements a connection prepares (once each, on first use).
@@ -197,7 +197,8 @@ impl Queries {
 
     /// The schema's version: `None` without a version table (a new schema), else the last
     /// migration applied, checked against this code's.
-    async fn version(
+    /// The schema's version, `None` when idem's tables are not there (yet).
+    pub(super) async fn version(
         &self,
         client: &impl tokio_postgres::GenericClient,
         versions: &str,

@@ -1,40 +1,12 @@
-//! Operator access to an SQLite store: list records, and settle a stuck key by hand after
-//! checking with the provider. Tools never call these; the `idem` command does.
+//! [`Admin`] for SQLite: what an operator does with a store file.
 
 use std::time::Duration;
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{SqliteStore, backend, duration_ms, read_record};
-use crate::store::{Record, RecordId, RecordState, StoreError};
+use super::{SqliteStore, TAKE_OVER_DELETE, TAKE_OVER_INSERT, backend, duration_ms, read_record};
+use crate::store::{Admin, ListQuery, ListedRecord, Record, RecordId, StateCount, StateFilter, Store, StoreError};
 use crate::testing::conformance::PlantRecord;
-
-/// Which records [`SqliteStore::list`] returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StateFilter {
-    /// Every record.
-    #[default]
-    All,
-    /// Reserved and not settled, lease live or not.
-    InProgress,
-    /// Reserved, not settled, and its lease has ended: the outcome is unknown.
-    Abandoned,
-    /// Completed with a result.
-    Completed,
-    /// Settled with a kept error.
-    Failed,
-}
-
-/// A record with the key it belongs to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListedRecord {
-    /// The tool's namespace.
-    pub namespace: String,
-    /// The derived key.
-    pub key: String,
-    /// The record.
-    pub record: Record,
-}
 
 const SET_DONE: &str = concat!(
     "UPDATE idem_records SET state = 'completed', result = ?1, lease_until_ms = NULL, progress = NULL, \
@@ -59,85 +31,59 @@ const COUNT: &str = concat!(
      GROUP BY namespace, shown ORDER BY namespace, shown"
 );
 
-/// How many records of one namespace are in one state: what [`SqliteStore::count`] returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StateCount {
-    /// The tool's namespace.
-    pub namespace: String,
-    /// `in_progress` (lease live), `abandoned` (lease ended), `completed` or `failed`; a
-    /// state a newer idem wrote is given as stored.
-    pub state: String,
-    /// How many.
-    pub records: u64,
-    /// When the oldest of them was reserved, in milliseconds since the Unix epoch.
-    pub oldest_ms: i64,
-}
-
 const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
 
-impl SqliteStore {
-    /// Up to `limit` records matching `filter` (and `namespace`, when given), oldest first.
-    pub fn list(
-        &self,
-        filter: StateFilter,
-        namespace: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<ListedRecord>, StoreError> {
-        self.list_in_scope(filter, namespace, None, limit)
+const LIST: &str = concat!(
+    "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
+     AND (?2 IS NULL OR namespace = ?2) AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) \
+     AND (?4 IS NULL OR created_at_ms <= ",
+    now_ms!(),
+    " - ?4) AND (?5 = 0 OR lease_until_ms <= ",
+    now_ms!(),
+    ") ORDER BY created_at_ms, token LIMIT ?6"
+);
+
+/// A settled record, to reopen: its token, request and reservation time.
+const SETTLED: &str = "SELECT token, request, created_at_ms FROM idem_records WHERE namespace = ?1 AND key = ?2 \
+     AND state IN ('completed', 'failed')";
+
+/// The operator's operations, each one statement (a listing then reads each record as
+/// `read` does).
+impl Admin for SqliteStore {
+    fn describe(&self) -> String {
+        format!("SQLite {}", self.path().display())
     }
 
-    /// [`list`](Self::list), of one scope's records only when `scope` is given: those of
-    /// tools with `scope = expr` whose scope was `scope` (see [`scope_prefix`](crate::scope_prefix)).
-    pub fn list_in_scope(
-        &self,
-        filter: StateFilter,
-        namespace: Option<&str>,
-        scope: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<ListedRecord>, StoreError> {
-        let prefix = scope.map(crate::scope_prefix);
-        let state = match filter {
+    fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
+        let state = match query.state {
             StateFilter::All => None,
             StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
             StateFilter::Completed => Some("completed"),
             StateFilter::Failed => Some("failed"),
         };
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let abandoned = query.state == StateFilter::Abandoned;
+        let older_than = query.older_than.map(duration_ms);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let params = params![state, query.namespace, query.key_prefix, older_than, abandoned, limit];
         self.with_conn("list", |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
-                     AND (?2 IS NULL OR namespace = ?2) AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) \
-                     ORDER BY created_at_ms, token",
-                )
-                .map_err(backend)?;
+            let mut stmt = conn.prepare_cached(LIST).map_err(backend)?;
             let ids = stmt
-                .query_map(params![state, namespace, prefix], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-                })
+                .query_map(params, |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
                 .map_err(backend)?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(backend)?;
-            let mut listed = Vec::new();
+            let mut listed = Vec::with_capacity(ids.len());
             for (namespace, key) in ids {
-                if listed.len() as i64 >= limit {
-                    break;
-                }
                 let Some(record) = read_record(conn, RecordId { namespace: &namespace, key: &key })? else {
                     continue; // settled and purged since the listing
                 };
-                let abandoned = matches!(record.state, RecordState::InProgress { lease_expired: true, .. });
-                if filter != StateFilter::Abandoned || abandoned {
-                    listed.push(ListedRecord { namespace, key, record });
-                }
+                listed.push(ListedRecord { namespace, key, record });
             }
             Ok(listed)
         })
     }
 
-    /// Records per namespace and state, by namespace then state: what an operator looks
-    /// at first (how many calls were abandoned, and since when).
-    pub fn count(&self) -> Result<Vec<StateCount>, StoreError> {
+    fn count(&self) -> Result<Vec<StateCount>, StoreError> {
         self.with_conn("count", |conn| {
             let mut stmt = conn.prepare_cached(COUNT).map_err(backend)?;
             let rows = stmt
@@ -155,24 +101,52 @@ impl SqliteStore {
         })
     }
 
-    /// Marks an in-progress key done by hand with `result` (JSON), kept for `retain`: for
-    /// an operator who checked with the provider that the action happened. Whoever still
-    /// holds the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
-    pub fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
-        let changed = self.with_conn("resolve", |conn| {
-            let mut stmt = conn.prepare_cached(SET_DONE).map_err(backend)?;
-            stmt.execute(params![result, duration_ms(retain), id.namespace, id.key]).map_err(backend)
-        })?;
-        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        Store::read(self, id)
     }
 
-    /// Releases an in-progress key by hand, so that the next call runs the action: for an
-    /// operator who checked with the provider that it did not happen. Whoever still holds
-    /// the key is fenced. [`StoreError::Fenced`] when the key is not in progress.
-    pub fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        let changed = self.with_conn("resolve", |conn| {
-            let mut stmt = conn.prepare_cached(RELEASE_ANY).map_err(backend)?;
-            stmt.execute(params![id.namespace, id.key]).map_err(backend)
+    fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
+        self.changed_one("resolve", SET_DONE, params![result, duration_ms(retain), id.namespace, id.key])
+    }
+
+    fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        self.changed_one("resolve", RELEASE_ANY, params![id.namespace, id.key])
+    }
+
+    fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        // A new token is a new row (tokens are row ids), as in a take-over: the record is
+        // deleted and written again, in progress with its lease ended now.
+        self.with_conn("reopen", |conn| {
+            let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
+            let settled: Option<(i64, String, i64)> = tx
+                .prepare_cached(SETTLED)
+                .and_then(|mut stmt| {
+                    stmt.query_row((id.namespace, id.key), |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).optional()
+                })
+                .map_err(backend)?;
+            let Some((token, request, created_at_ms)) = settled else { return Err(StoreError::Fenced) };
+            tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([token])).map_err(backend)?;
+            let insert = tx.prepare_cached(TAKE_OVER_INSERT);
+            insert
+                .and_then(|mut stmt| {
+                    stmt.query_row((id.namespace, id.key, request, created_at_ms, 0), |row| row.get::<_, i64>(0))
+                })
+                .map_err(backend)?;
+            tx.commit().map_err(backend)
+        })
+    }
+
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        Store::purge(self, limit)
+    }
+}
+
+impl SqliteStore {
+    /// Runs an operator's change: [`StoreError::Fenced`] when it changed nothing.
+    fn changed_one(&self, operation: &'static str, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
+        let changed = self.with_conn(operation, |conn| {
+            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+            stmt.execute(params).map_err(backend)
         })?;
         if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
     }

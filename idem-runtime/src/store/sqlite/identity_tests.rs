@@ -62,7 +62,9 @@ fn a_deleted_file_fails_every_operation_and_is_never_recreated() {
     let done = Completion::Success("2");
     assert!(backend_text(store.complete(id("done"), token, done, Duration::ZERO)).contains(": complete: "));
     assert!(backend_text(store.purge(10)).contains(": purge: the file was deleted"));
-    assert!(backend_text(store.list(Default::default(), None, 10)).contains(": list: the file was deleted"));
+    assert!(
+        backend_text(crate::store::Admin::list(&store, &Default::default())).contains(": list: the file was deleted")
+    );
     assert!(with_wal_and_shm(&path).iter().all(|file| !file.exists()), "a file was created at the path");
 }
 

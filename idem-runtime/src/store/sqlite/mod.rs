@@ -358,6 +358,5 @@ mod pool;
 mod tests;
 pub(super) mod transaction;
 
-pub use admin::{ListedRecord, StateCount, StateFilter};
 pub use open::{SqliteStoreBuilder, Synchronous};
 pub use transaction::{Transacted, TransactionError};

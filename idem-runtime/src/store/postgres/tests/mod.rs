@@ -101,6 +101,7 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_sync_entry") else { return };
     check_store(|| db.store());
     check_unknown_state(&db.store());
+    crate::testing::conformance::check_admin(|| db.store());
 }
 
 #[test]

@@ -1,0 +1,126 @@
+//! What an operator does with a store, whichever it is: list and count records, show one,
+//! settle a stuck key by hand once the provider says what happened, undo a wrong
+//! settlement, purge. Tools never call these; the `idem` command does.
+
+use std::time::Duration;
+
+use super::{Record, RecordId, RecordState, StoreError};
+
+/// Which records [`Admin::list`] returns, by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StateFilter {
+    /// Every record.
+    #[default]
+    All,
+    /// Reserved and not settled, lease live or not.
+    InProgress,
+    /// Reserved, not settled, and its lease has ended: the outcome is unknown.
+    Abandoned,
+    /// Completed with a result.
+    Completed,
+    /// Settled with a kept error.
+    Failed,
+}
+
+/// Which records [`Admin::list`] returns: every condition given must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListQuery<'a> {
+    /// By state.
+    pub state: StateFilter,
+    /// Of this namespace only.
+    pub namespace: Option<&'a str>,
+    /// Whose key starts with this text, e.g. [`scope_prefix`](crate::scope_prefix)`("acme")`
+    /// for one scope's records.
+    pub key_prefix: Option<&'a str>,
+    /// Reserved at least this long ago, by the store's clock.
+    pub older_than: Option<Duration>,
+    /// At most this many, the oldest first.
+    pub limit: usize,
+}
+
+impl Default for ListQuery<'_> {
+    fn default() -> Self {
+        ListQuery { state: StateFilter::All, namespace: None, key_prefix: None, older_than: None, limit: 100 }
+    }
+}
+
+/// A record with the key it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedRecord {
+    /// The tool's namespace.
+    pub namespace: String,
+    /// The derived key.
+    pub key: String,
+    /// The record.
+    pub record: Record,
+}
+
+/// How many records of one namespace are in one state: what [`Admin::count`] returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateCount {
+    /// The tool's namespace.
+    pub namespace: String,
+    /// `in_progress` (lease live), `abandoned` (lease ended), `completed` or `failed`; a
+    /// state a newer idem wrote is given as stored.
+    pub state: String,
+    /// How many.
+    pub records: u64,
+    /// When the oldest of them was reserved, in milliseconds since the Unix epoch.
+    pub oldest_ms: i64,
+}
+
+/// An operator's operations on a store, implemented by every bundled store (the
+/// PostgreSQL one blocks the calling thread for each). Every change is fenced by the
+/// record's state, never by a token: an operator settles whatever holds the key, and the
+/// holder, if it still runs, is fenced.
+pub trait Admin: Send + Sync {
+    /// What the store is, for messages: `SQLite /var/lib/app/idem.db`,
+    /// `PostgreSQL app@db:5432/app (schema idem)`, `memory`.
+    fn describe(&self) -> String;
+
+    /// The records `query` selects, oldest first (by reservation time, then token).
+    fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError>;
+
+    /// Records per namespace and state, by namespace then state; an in-progress record
+    /// whose lease has ended counts as `abandoned`.
+    fn count(&self) -> Result<Vec<StateCount>, StoreError>;
+
+    /// One record, as [`Store::read`](super::Store::read) reads it.
+    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError>;
+
+    /// Marks an in-progress key done with `result` (JSON, as the tool stores its results),
+    /// kept for `retain`: for an operator who checked with the provider that the action
+    /// happened. [`StoreError::Fenced`] when the key is not in progress.
+    fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError>;
+
+    /// Deletes an in-progress key, so that the next call runs the action: for an operator
+    /// who checked with the provider that it did not happen. [`StoreError::Fenced`] when
+    /// the key is not in progress.
+    fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError>;
+
+    /// Puts a settled (completed or failed) record back in progress with its lease ended,
+    /// its result dropped and a new token: it reads as abandoned, so the next call runs the
+    /// tool's `reconcile` hook or answers OUTCOME_UNKNOWN. Undoes a wrong `resolve_done`.
+    /// [`StoreError::Fenced`] when the record is not settled.
+    fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError>;
+
+    /// Removes up to `limit` settled records past their retention; never an in-progress one.
+    fn purge(&self, limit: usize) -> Result<usize, StoreError>;
+}
+
+/// Whether `query` selects the record under `key`, read at `now_ms` by the store's clock:
+/// for stores that filter in Rust (the memory store).
+pub(crate) fn selects(query: &ListQuery<'_>, key: &str, record: &Record, now_ms: i64) -> bool {
+    let state = match (&record.state, query.state) {
+        (_, StateFilter::All) => true,
+        (RecordState::InProgress { .. }, StateFilter::InProgress) => true,
+        (RecordState::InProgress { lease_expired, .. }, StateFilter::Abandoned) => *lease_expired,
+        (RecordState::Completed { .. }, StateFilter::Completed) => true,
+        (RecordState::Failed { .. }, StateFilter::Failed) => true,
+        _ => false,
+    };
+    let old = |age: Duration| {
+        now_ms.saturating_sub(record.created_at_ms) >= i64::try_from(age.as_millis()).unwrap_or(i64::MAX)
+    };
+    state && query.key_prefix.is_none_or(|prefix| key.starts_with(prefix)) && query.older_than.is_none_or(old)
+}

@@ -1,0 +1,137 @@
+//! [`Admin`] for PostgreSQL: what an operator does with the store, one statement each,
+//! within the operation timeout. Rare, so the statements are not prepared.
+
+use std::time::Duration;
+
+use tokio_postgres::types::ToSql;
+
+use super::ops::{decode, unix_ms};
+use super::pool::block_on;
+use super::schema::{COLUMNS, NOW};
+use super::{PgStore, backend, duration_ms};
+use crate::store::{Admin, AsyncStore, ListQuery, ListedRecord, Record, RecordId, StateCount, StateFilter, StoreError};
+
+impl PgStore {
+    /// Whether idem's tables are in the store's schema, without creating them: for a
+    /// command that must not create a store where there was none.
+    pub fn exists_blocking(&self) -> Result<bool, StoreError> {
+        block_on(self.operation("open", async {
+            let conn = self.inner.pool.get().await?;
+            let versions = format!("{}.idem_schema_version", self.schema());
+            Ok(self.inner.queries.version(&conn.client, &versions).await?.is_some())
+        }))
+    }
+
+    fn table(&self) -> String {
+        format!("{}.idem_records", self.schema())
+    }
+
+    /// Runs an operator's change: [`StoreError::Fenced`] when it changed nothing.
+    fn changed_one(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<(), StoreError> {
+        let changed = block_on(self.operation(operation, async {
+            let conn = self.conn().await?;
+            conn.client.execute(sql, params).await.map_err(backend)
+        }))?;
+        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
+    }
+}
+
+impl Admin for PgStore {
+    fn describe(&self) -> String {
+        self.inner.described.clone()
+    }
+
+    fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
+        let state = match query.state {
+            StateFilter::All => None,
+            StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
+            StateFilter::Completed => Some("completed"),
+            StateFilter::Failed => Some("failed"),
+        };
+        let abandoned = query.state == StateFilter::Abandoned;
+        let older_than = query.older_than.map(duration_ms);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT namespace, key, {COLUMNS} FROM {} WHERE ($1::text IS NULL OR state = $1) \
+             AND ($2::text IS NULL OR namespace = $2) AND ($3::text IS NULL OR left(key, length($3)) = $3) \
+             AND ($4::int8 IS NULL OR created_at <= {NOW} - $4 * interval '1 millisecond') \
+             AND (NOT $5 OR lease_until <= now()) ORDER BY created_at, token LIMIT $6",
+            self.table()
+        );
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&state, &query.namespace, &query.key_prefix, &older_than, &abandoned, &limit];
+        block_on(self.operation("list", async {
+            let conn = self.conn().await?;
+            let rows = conn.client.query(&sql, &params).await.map_err(backend)?;
+            rows.iter()
+                .map(|row| {
+                    let (namespace, key): (String, String) = (row.get(0), row.get(1));
+                    let record = decode(RecordId { namespace: &namespace, key: &key }, row, 2)?;
+                    Ok(ListedRecord { namespace, key, record })
+                })
+                .collect()
+        }))
+    }
+
+    fn count(&self) -> Result<Vec<StateCount>, StoreError> {
+        let sql = format!(
+            "SELECT namespace, CASE WHEN state = 'in_progress' AND lease_until <= now() THEN 'abandoned' ELSE state END \
+             AS shown, count(*), min(created_at) FROM {} GROUP BY namespace, shown ORDER BY namespace, shown",
+            self.table()
+        );
+        block_on(self.operation("count", async {
+            let conn = self.conn().await?;
+            let rows = conn.client.query(&sql, &[]).await.map_err(backend)?;
+            rows.iter()
+                .map(|row| {
+                    let records: i64 = row.try_get(2).map_err(backend)?;
+                    Ok(StateCount {
+                        namespace: row.try_get(0).map_err(backend)?,
+                        state: row.try_get(1).map_err(backend)?,
+                        records: u64::try_from(records).unwrap_or(0),
+                        oldest_ms: unix_ms(row.try_get(3).map_err(backend)?),
+                    })
+                })
+                .collect()
+        }))
+    }
+
+    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        block_on(AsyncStore::read(self, id))
+    }
+
+    fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE {} SET state = 'completed', result = $3, lease_until = NULL, progress = NULL, updated_at = {NOW}, \
+             retain_until = {NOW} + $4::int8 * interval '1 millisecond' \
+             WHERE namespace = $1 AND key = $2 AND state = 'in_progress'",
+            self.table()
+        );
+        self.changed_one("resolve", &sql, &[&id.namespace, &id.key, &result, &duration_ms(retain)])
+    }
+
+    fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        let sql = format!("DELETE FROM {} WHERE namespace = $1 AND key = $2 AND state = 'in_progress'", self.table());
+        self.changed_one("resolve", &sql, &[&id.namespace, &id.key])
+    }
+
+    fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE {} SET state = 'in_progress', token = nextval('{}.idem_tokens'), result = NULL, progress = NULL, \
+             retain_until = NULL, lease_until = {NOW}, updated_at = {NOW} \
+             WHERE namespace = $1 AND key = $2 AND state IN ('completed', 'failed')",
+            self.table(),
+            self.schema()
+        );
+        self.changed_one("reopen", &sql, &[&id.namespace, &id.key])
+    }
+
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        block_on(AsyncStore::purge(self, limit))
+    }
+}
