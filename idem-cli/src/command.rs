@@ -86,12 +86,7 @@ fn resolve(
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
     let id = RecordId { namespace, key };
-    let record =
-        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
-    // What was there, so that a mistake can be put back by hand.
-    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
-    say!("{}", render::detail(&entry));
-    let record = entry.record;
+    let record = shown(store, id)?;
     if let RecordState::InProgress { lease_expired: false, .. } = record.state
         && !force
     {
@@ -128,6 +123,16 @@ fn resolve(
     }
 }
 
+/// Prints the record as it is before a change, so that a mistake can be put back by hand.
+fn shown(store: &dyn Admin, id: RecordId<'_>) -> Result<idem_runtime::store::Record, String> {
+    let (namespace, key) = (id.namespace, id.key);
+    let record =
+        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
+    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
+    say!("{}", render::detail(&entry));
+    Ok(entry.record)
+}
+
 fn reopen(
     store: &dyn Admin,
     (namespace, key): (&str, &str),
@@ -135,10 +140,7 @@ fn reopen(
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
     let id = RecordId { namespace, key };
-    let record =
-        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
-    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
-    say!("{}", render::detail(&entry));
+    shown(store, id)?;
     let question = format!(
         "Reopen {key}? Its result above is dropped, and the next call runs the tool's reconcile hook or answers \
          OUTCOME_UNKNOWN."

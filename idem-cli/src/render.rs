@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use idem_runtime::store::{ListedRecord, RecordState, StateCount};
+use idem_runtime::store::{ListedRecord, RecordState, StateCount, rfc3339};
 use serde_json::{Value, json};
 
 pub fn line(entry: &ListedRecord) -> String {
@@ -117,40 +117,4 @@ fn age(at_ms: i64) -> String {
         _ => format!("{}d", seconds / 86400),
     };
     if future { format!("in {text}") } else { format!("{text} ago") }
-}
-
-/// Milliseconds since the Unix epoch as RFC 3339 in UTC, to the millisecond.
-pub fn rfc3339(ms: i64) -> String {
-    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (year, month, day) = civil_from_days(days);
-    let (hour, minute) = (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60);
-    let (second, milli) = (ms_of_day / 1000 % 60, ms_of_day % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn times_are_rfc3339_in_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(rfc3339(1_796_133_980_185), "2026-12-01T14:06:20.185Z");
-        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
-    }
 }

@@ -22,6 +22,19 @@ pub enum StateFilter {
     Failed,
 }
 
+impl StateFilter {
+    /// The `state` column the filter selects (an abandoned record is `in_progress`, its
+    /// lease ended), `None` for every record.
+    pub(crate) fn stored_state(self) -> Option<&'static str> {
+        match self {
+            StateFilter::All => None,
+            StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
+            StateFilter::Completed => Some("completed"),
+            StateFilter::Failed => Some("failed"),
+        }
+    }
+}
+
 /// Which records [`Admin::list`] returns: every condition given must hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListQuery<'a> {

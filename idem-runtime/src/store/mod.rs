@@ -43,6 +43,25 @@ pub use postgres::{PgStore, PgStoreBuilder};
 pub use sqlite::{SqliteStore, SqliteStoreBuilder, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
 
+/// A store time (milliseconds since the Unix epoch, as [`Record`] holds them) as RFC 3339
+/// in UTC, to the millisecond: `2026-12-01T13:45:00.123Z`.
+pub fn rfc3339(ms: i64) -> String {
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Howard Hinnant's civil_from_days: the proleptic Gregorian date of a day count.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (hour, minute, second, milli) =
+        (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60, ms_of_day / 1000 % 60, ms_of_day % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+}
+
 /// A duration in milliseconds, capped so that `now + duration` can neither overflow an
 /// `i64` nor leave an SQLite integer: the form the memory and SQLite stores keep times in.
 pub(crate) fn duration_ms(duration: Duration) -> i64 {

@@ -243,8 +243,8 @@ fn handle(tool: &Tool, key: &Key, running: &Running) -> CreateTaskResult {
     let mut task = Task::new(
         TaskRecord::task_id(tool.namespace, key.as_str()),
         TaskStatus::Working,
-        iso8601(running.since_ms.unwrap_or(now)),
-        iso8601(now),
+        crate::store::rfc3339(running.since_ms.unwrap_or(now)),
+        crate::store::rfc3339(now),
     )
     .with_poll_interval_ms(millis(running.retry_after))
     .with_ttl_ms(millis(tool.retain));
@@ -277,7 +277,8 @@ where
     let now = now_ms();
     let id = TaskRecord::task_id(tool.namespace, key);
     let task = |status: TaskStatus, since_ms: Option<i64>| {
-        Task::new(id.clone(), status, iso8601(since_ms.unwrap_or(now)), iso8601(now)).with_ttl_ms(millis(tool.retain))
+        Task::new(id.clone(), status, crate::store::rfc3339(since_ms.unwrap_or(now)), crate::store::rfc3339(now))
+            .with_ttl_ms(millis(tool.retain))
     };
     let detailed = match status {
         Status::InProgress { since_ms, progress, retry_after_ms, .. } => {
@@ -369,24 +370,6 @@ fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Milliseconds since the Unix epoch as ISO 8601 in UTC, `2026-12-01T13:45:00.123Z`.
-fn iso8601(ms: i64) -> String {
-    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (hour, minute, second, milli) =
-        (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60, ms_of_day / 1000 % 60, ms_of_day % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
-}
-
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 fn base64url(bytes: &[u8], out: &mut String) {
@@ -435,9 +418,9 @@ mod tests {
 
     #[test]
     fn timestamps_are_iso_8601_in_utc() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(1_795_095_900_123), "2026-11-19T13:45:00.123Z");
-        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(iso8601(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(crate::store::rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(crate::store::rfc3339(1_795_095_900_123), "2026-11-19T13:45:00.123Z");
+        assert_eq!(crate::store::rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(crate::store::rfc3339(-1), "1969-12-31T23:59:59.999Z");
     }
 }

@@ -47,12 +47,7 @@ impl Admin for PgStore {
     }
 
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
-        let state = match query.state {
-            StateFilter::All => None,
-            StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
-            StateFilter::Completed => Some("completed"),
-            StateFilter::Failed => Some("failed"),
-        };
+        let state = query.state.stored_state();
         let abandoned = query.state == StateFilter::Abandoned;
         let older_than = query.older_than.map(duration_ms);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
