@@ -48,7 +48,7 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
     }
-    let path = resolve(configured.clone())?;
+    let path = resolve(configured.clone(), std::env::var_os(DEFAULT_STORE_ENV))?;
     // Its errors name the file, as every SqliteStore's do.
     let store = SqliteStore::open(&path)?;
     tracing::info!(target: "idem", path = %store.path().display(), "opened the default store");
@@ -71,11 +71,27 @@ pub fn default_store_path() -> Result<PathBuf, StoreError> {
         return Ok(store.path().to_owned());
     }
     let configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-    resolve(configured)
+    resolve(configured, std::env::var_os(DEFAULT_STORE_ENV))
 }
 
-fn resolve(configured: Option<PathBuf>) -> Result<PathBuf, StoreError> {
-    let path = match configured.or_else(|| std::env::var_os(DEFAULT_STORE_ENV).map(PathBuf::from)) {
+/// The default store's path: `configured`, else the `IDEM_DB` value `env`, else the user's
+/// data directory's. A PostgreSQL URL in `IDEM_DB` (which the `idem` command accepts) is
+/// refused, never taken for a file name.
+fn resolve(configured: Option<PathBuf>, env: Option<std::ffi::OsString>) -> Result<PathBuf, StoreError> {
+    if configured.is_none()
+        && let Some(url) = env.as_ref().and_then(|value| value.to_str())
+        && (url.starts_with("postgres://") || url.starts_with("postgresql://"))
+    {
+        return Err(StoreError::Backend(
+            format!(
+                "{DEFAULT_STORE_ENV} names a PostgreSQL server, but the default store is an SQLite file: give the \
+                 tools `store = ...` with an idem::PgStore (PgStore::from_env reads IDEM_DATABASE_URL), or set \
+                 {DEFAULT_STORE_ENV} to a file path"
+            )
+            .into(),
+        ));
+    }
+    let path = match configured.or_else(|| env.map(PathBuf::from)) {
         Some(path) => path,
         None => user_data_dir()?.join("idem").join(DEFAULT_STORE_FILE),
     };
@@ -143,3 +159,20 @@ impl Store for DefaultStore {
 }
 
 crate::store::async_store_from_sync!(DefaultStore);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_url_in_idem_db_is_refused_not_taken_for_a_file() {
+        for url in ["postgres://app:secret@db/app", "postgresql://db/app"] {
+            let error = resolve(None, Some(url.into())).unwrap_err().to_string();
+            assert!(error.contains("PostgreSQL") && error.contains("PgStore") && !error.contains("secret"), "{error}");
+        }
+        let file = resolve(None, Some("relative/keys.db".into())).unwrap();
+        assert!(file.is_absolute() && file.ends_with("relative/keys.db"), "{}", file.display());
+        let configured = resolve(Some("/srv/keys.db".into()), Some("postgres://db/app".into())).unwrap();
+        assert_eq!(configured, PathBuf::from("/srv/keys.db"), "set_default_store_path wins, as it does over a path");
+    }
+}
