@@ -163,8 +163,9 @@
 //!   sharing one database; leases judged by the server's clock. See `store::postgres`
 //!   for its schema, pool and transactional mode.
 //!
-//! Every bundled store also implements [`store::Admin`], an operator's operations (list,
-//! count, show, resolve, reopen, purge), which the `idem` command (crate `idem-cli`) runs.
+//! Every bundled store also implements [`store::Admin`], an operator's operations beside a
+//! store's own `read` and `purge` (list, count, resolve, reopen), which the `idem` command
+//! (crate `idem-cli`) runs.
 //!
 //! # Agent frameworks
 //!

@@ -56,7 +56,7 @@ pub fn run(
         }
         Command::Show { namespace, key } => {
             let id = RecordId { namespace: &namespace, key: &key };
-            match store.show(id).map_err(|e| e.to_string())? {
+            match store.read(id).map_err(|e| e.to_string())? {
                 Some(record) => {
                     let entry = idem_runtime::store::ListedRecord { namespace, key, record };
                     say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
@@ -127,7 +127,7 @@ fn resolve(
 fn shown(store: &dyn Admin, id: RecordId<'_>) -> Result<idem_runtime::store::Record, String> {
     let (namespace, key) = (id.namespace, id.key);
     let record =
-        store.show(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
+        store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
     let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
     say!("{}", render::detail(&entry));
     Ok(entry.record)

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Record, RecordId, RecordState, StoreError};
+use super::{Record, RecordId, RecordState, Store, StoreError};
 
 /// Which records [`Admin::list`] returns, by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,11 +82,12 @@ pub struct StateCount {
     pub oldest_ms: i64,
 }
 
-/// An operator's operations on a store, implemented by every bundled store (the
-/// PostgreSQL one blocks the calling thread for each). Every change is fenced by the
+/// An operator's operations on a store, beyond a [`Store`]'s own (`read` to show one
+/// record, `purge`), implemented by every bundled store (the PostgreSQL one blocks the
+/// calling thread for each). Every change is fenced by the
 /// record's state, never by a token: an operator settles whatever holds the key, and the
 /// holder, if it still runs, is fenced.
-pub trait Admin: Send + Sync {
+pub trait Admin: Store {
     /// What the store is, for messages: `SQLite /var/lib/app/idem.db`,
     /// `PostgreSQL app@db:5432/app (schema idem)`, `memory`.
     fn describe(&self) -> String;
@@ -97,9 +98,6 @@ pub trait Admin: Send + Sync {
     /// Records per namespace and state, by namespace then state; an in-progress record
     /// whose lease has ended counts as `abandoned`.
     fn count(&self) -> Result<Vec<StateCount>, StoreError>;
-
-    /// One record, as [`Store::read`](super::Store::read) reads it.
-    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError>;
 
     /// Marks an in-progress key done with `result` (JSON, as the tool stores its results),
     /// kept for `retain`: for an operator who checked with the provider that the action
@@ -116,9 +114,6 @@ pub trait Admin: Send + Sync {
     /// tool's `reconcile` hook or answers OUTCOME_UNKNOWN. Undoes a wrong `resolve_done`.
     /// [`StoreError::Fenced`] when the record is not settled.
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError>;
-
-    /// Removes up to `limit` settled records past their retention; never an in-progress one.
-    fn purge(&self, limit: usize) -> Result<usize, StoreError>;
 }
 
 /// Whether `query` selects the record under `key`, read at `now_ms` by the store's clock:

@@ -305,10 +305,6 @@ impl Admin for MemoryStore {
             .collect())
     }
 
-    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        Store::read(self, id)
-    }
-
     fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
         let mut records = self.lock();
         let now = now_ms();
@@ -346,10 +342,6 @@ impl Admin for MemoryStore {
             }
             _ => Err(StoreError::Fenced),
         }
-    }
-
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        Store::purge(self, limit)
     }
 }
 

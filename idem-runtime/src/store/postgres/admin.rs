@@ -9,7 +9,7 @@ use super::ops::{decode, unix_ms};
 use super::pool::block_on;
 use super::schema::{COLUMNS, NOW};
 use super::{PgStore, backend, duration_ms};
-use crate::store::{Admin, AsyncStore, ListQuery, ListedRecord, Record, RecordId, StateCount, StateFilter, StoreError};
+use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StateFilter, StoreError};
 
 impl PgStore {
     /// Whether idem's tables are in the store's schema, without creating them: for a
@@ -96,10 +96,6 @@ impl Admin for PgStore {
         }))
     }
 
-    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        block_on(AsyncStore::read(self, id))
-    }
-
     fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
         let sql = format!(
             "UPDATE {} SET state = 'completed', result = $3, lease_until = NULL, progress = NULL, updated_at = {NOW}, \
@@ -124,9 +120,5 @@ impl Admin for PgStore {
             self.schema()
         );
         self.changed_one("reopen", &sql, &[&id.namespace, &id.key])
-    }
-
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        block_on(AsyncStore::purge(self, limit))
     }
 }

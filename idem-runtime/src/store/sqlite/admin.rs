@@ -5,7 +5,7 @@ use std::time::Duration;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{SqliteStore, TAKE_OVER_DELETE, TAKE_OVER_INSERT, backend, duration_ms, read_record};
-use crate::store::{Admin, ListQuery, ListedRecord, Record, RecordId, StateCount, StateFilter, Store, StoreError};
+use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StateFilter, StoreError};
 use crate::testing::conformance::PlantRecord;
 
 const SET_DONE: &str = concat!(
@@ -96,10 +96,6 @@ impl Admin for SqliteStore {
         })
     }
 
-    fn show(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        Store::read(self, id)
-    }
-
     fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
         self.changed_one("resolve", SET_DONE, params![result, duration_ms(retain), id.namespace, id.key])
     }
@@ -129,10 +125,6 @@ impl Admin for SqliteStore {
                 .map_err(backend)?;
             tx.commit().map_err(backend)
         })
-    }
-
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        Store::purge(self, limit)
     }
 }
 

@@ -11,7 +11,7 @@ const OTHER_NS: &str = "idem-conformance-other";
 
 /// Runs every check of [`Admin`] against stores made by `make_store` (each without
 /// records, as for [`check_store`](super::check_store)).
-pub fn check_admin<S: Store + Admin>(make_store: impl Fn() -> S) {
+pub fn check_admin<S: Admin>(make_store: impl Fn() -> S) {
     lists_by_state_namespace_prefix_age_and_limit(&make_store());
     counts_per_namespace_and_state(&make_store());
     resolves_only_keys_in_progress(&make_store());
@@ -46,7 +46,7 @@ fn keys(store: &impl Admin, query: ListQuery<'_>) -> Vec<String> {
     listed.into_iter().map(|entry| format!("{}/{}", entry.namespace, entry.key)).collect()
 }
 
-fn lists_by_state_namespace_prefix_age_and_limit<S: Store + Admin>(store: &S) {
+fn lists_by_state_namespace_prefix_age_and_limit<S: Admin>(store: &S) {
     four_records(store);
     let (k1, k2, k3, other) = (format!("{NS}/k1"), format!("{NS}/k2"), format!("{NS}/k3"), format!("{OTHER_NS}/k1"));
     let (k1, k2, k3, other) = (k1.as_str(), k2.as_str(), k3.as_str(), other.as_str());
@@ -71,7 +71,7 @@ fn lists_by_state_namespace_prefix_age_and_limit<S: Store + Admin>(store: &S) {
     assert_eq!(Some(&listed[0].record), store.read(id(NS, "k1")).unwrap().as_ref(), "a listed record is the record");
 }
 
-fn counts_per_namespace_and_state<S: Store + Admin>(store: &S) {
+fn counts_per_namespace_and_state<S: Admin>(store: &S) {
     four_records(store);
     let counted: Vec<(String, String, u64)> =
         store.count().unwrap().into_iter().map(|c| (c.namespace, c.state, c.records)).collect();
@@ -86,7 +86,7 @@ fn counts_per_namespace_and_state<S: Store + Admin>(store: &S) {
     );
 }
 
-fn resolves_only_keys_in_progress<S: Store + Admin>(store: &S) {
+fn resolves_only_keys_in_progress<S: Admin>(store: &S) {
     four_records(store);
     store.resolve_done(id(NS, "k3"), "\"by hand\"", LONG).unwrap();
     let resolved = store.read(id(NS, "k3")).unwrap().unwrap();
@@ -104,7 +104,7 @@ fn resolves_only_keys_in_progress<S: Store + Admin>(store: &S) {
     assert!(matches!(store.resolve_release(id(NS, "never")), Err(StoreError::Fenced)), "no record: nothing to release");
 }
 
-fn reopens_only_settled_records_as_abandoned<S: Store + Admin>(store: &S) {
+fn reopens_only_settled_records_as_abandoned<S: Admin>(store: &S) {
     four_records(store);
     let before = store.read(id(NS, "k1")).unwrap().unwrap();
     store.reopen(id(NS, "k1")).unwrap();
@@ -124,11 +124,11 @@ fn reopens_only_settled_records_as_abandoned<S: Store + Admin>(store: &S) {
     assert!(matches!(store.reopen(id(NS, "never")), Err(StoreError::Fenced)), "no record: nothing to reopen");
 }
 
-fn purges_only_settled_records_past_retention<S: Store + Admin>(store: &S) {
+fn purges_only_settled_records_past_retention<S: Admin>(store: &S) {
     let token = reserve(store, id(NS, "old"), LONG);
     store.complete(id(NS, "old"), token, Completion::Success("1"), Duration::ZERO).unwrap();
     reserve(store, id(NS, "running"), Duration::ZERO);
-    assert_eq!(Admin::purge(store, 10).unwrap(), 1, "the settled record past its retention only");
+    assert_eq!(store.purge(10).unwrap(), 1, "the settled record past its retention only");
     assert_eq!(store.read(id(NS, "old")).unwrap(), None);
     assert!(store.read(id(NS, "running")).unwrap().is_some(), "never an in-progress record");
 }
