@@ -197,7 +197,6 @@ impl Queries {
 
     /// The schema's version: `None` without a version table (a new schema), else the last
     /// migration applied, checked against this code's.
-    /// The schema's version, `None` when idem's tables are not there (yet).
     pub(super) async fn version(
         &self,
         client: &impl tokio_postgres::GenericClient,

@@ -254,13 +254,8 @@ async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
         {
             b_done = Some(output);
         }
-        match (a_done.take(), b_done.take()) {
-            (Some(a), Some(b)) => Poll::Ready((a, b)),
-            (a, b) => {
-                (a_done, b_done) = (a, b);
-                Poll::Pending
-            }
-        }
+        if a_done.is_some() && b_done.is_some() { Poll::Ready(()) } else { Poll::Pending }
     })
-    .await
+    .await;
+    (a_done.expect("ready"), b_done.expect("ready"))
 }

@@ -187,7 +187,7 @@ impl SqliteStore {
     /// STORE_UNAVAILABLE answer says which file failed doing what; other errors as they are.
     pub(super) fn within(&self, error: StoreError, operation: &'static str) -> StoreError {
         match error {
-            StoreError::Backend(_) => error.within(&format!("SQLite {}", self.path().display()), operation),
+            StoreError::Backend(_) => error.within(&crate::store::Admin::describe(self), operation),
             other => other,
         }
     }
