@@ -16,29 +16,21 @@ pub fn run(
         Command::List { state, namespace, scope, older_than, limit } => {
             let filter = match state {
                 None => StateFilter::All,
-                Some(State::InProgress) => StateFilter::InProgress,
+                // `in_progress` means running: an abandoned record (lease ended) has its own state.
+                Some(State::InProgress) => StateFilter::Running,
                 Some(State::Abandoned) => StateFilter::Abandoned,
                 Some(State::Completed) => StateFilter::Completed,
                 Some(State::Failed) => StateFilter::Failed,
             };
-            // Running calls are the in-progress records whose lease is live: read them all,
-            // then keep `limit` of them.
-            let fetch = if state == Some(State::InProgress) { usize::MAX } else { limit };
             let prefix = scope.as_deref().map(idem_runtime::scope_prefix);
             let query = ListQuery {
                 state: filter,
                 namespace: namespace.as_deref(),
                 key_prefix: prefix.as_deref(),
                 older_than,
-                limit: fetch,
+                limit,
             };
-            let listed = store.list(&query).map_err(|e| e.to_string())?;
-            // `in_progress` means running: an abandoned record (lease ended) has its own state.
-            let running = |entry: &&idem_runtime::store::ListedRecord| {
-                state != Some(State::InProgress)
-                    || matches!(entry.record.state, RecordState::InProgress { lease_expired: false, .. })
-            };
-            let shown: Vec<_> = listed.iter().filter(running).take(limit).collect();
+            let shown = store.list(&query).map_err(|e| e.to_string())?;
             for entry in &shown {
                 say!("{}", if json { render::json_line(entry) } else { render::line(entry) });
             }

@@ -14,6 +14,8 @@ pub enum StateFilter {
     All,
     /// Reserved and not settled, lease live or not.
     InProgress,
+    /// Reserved, not settled, and its lease live: the call is running.
+    Running,
     /// Reserved, not settled, and its lease has ended: the outcome is unknown.
     Abandoned,
     /// Completed with a result.
@@ -28,9 +30,19 @@ impl StateFilter {
     pub(crate) fn stored_state(self) -> Option<&'static str> {
         match self {
             StateFilter::All => None,
-            StateFilter::InProgress | StateFilter::Abandoned => Some("in_progress"),
+            StateFilter::InProgress | StateFilter::Running | StateFilter::Abandoned => Some("in_progress"),
             StateFilter::Completed => Some("completed"),
             StateFilter::Failed => Some("failed"),
+        }
+    }
+
+    /// Whether the filter asks for a live lease (`Some(true)`), an ended one
+    /// (`Some(false)`), or does not look at leases.
+    pub(crate) fn lease_live(self) -> Option<bool> {
+        match self {
+            StateFilter::Running => Some(true),
+            StateFilter::Abandoned => Some(false),
+            _ => None,
         }
     }
 }
@@ -122,6 +134,7 @@ pub(crate) fn selects(query: &ListQuery<'_>, key: &str, record: &Record, now_ms:
     let state = match (&record.state, query.state) {
         (_, StateFilter::All) => true,
         (RecordState::InProgress { .. }, StateFilter::InProgress) => true,
+        (RecordState::InProgress { lease_expired, .. }, StateFilter::Running) => !*lease_expired,
         (RecordState::InProgress { lease_expired, .. }, StateFilter::Abandoned) => *lease_expired,
         (RecordState::Completed { .. }, StateFilter::Completed) => true,
         (RecordState::Failed { .. }, StateFilter::Failed) => true,

@@ -9,7 +9,7 @@ use super::ops::{decode, unix_ms};
 use super::pool::block_on;
 use super::schema::{COLUMNS, NOW};
 use super::{PgStore, backend, duration_ms};
-use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StateFilter, StoreError};
+use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl PgStore {
     /// Whether idem's tables are in the store's schema, without creating them: for a
@@ -48,18 +48,18 @@ impl Admin for PgStore {
 
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
         let state = query.state.stored_state();
-        let abandoned = query.state == StateFilter::Abandoned;
+        let lease_live = query.state.lease_live();
         let older_than = query.older_than.map(duration_ms);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let sql = format!(
             "SELECT namespace, key, {COLUMNS} FROM {} WHERE ($1::text IS NULL OR state = $1) \
              AND ($2::text IS NULL OR namespace = $2) AND ($3::text IS NULL OR left(key, length($3)) = $3) \
              AND ($4::int8 IS NULL OR created_at <= {NOW} - $4 * interval '1 millisecond') \
-             AND (NOT $5 OR lease_until <= now()) ORDER BY created_at, token LIMIT $6",
+             AND ($5::bool IS NULL OR $5 = (lease_until > now())) ORDER BY created_at, token LIMIT $6",
             self.table()
         );
         let params: [&(dyn ToSql + Sync); 6] =
-            [&state, &query.namespace, &query.key_prefix, &older_than, &abandoned, &limit];
+            [&state, &query.namespace, &query.key_prefix, &older_than, &lease_live, &limit];
         block_on(self.operation("list", async {
             let conn = self.conn().await?;
             let rows = conn.client.query(&sql, &params).await.map_err(backend)?;

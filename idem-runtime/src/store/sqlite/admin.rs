@@ -5,7 +5,7 @@ use std::time::Duration;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{SqliteStore, TAKE_OVER_DELETE, TAKE_OVER_INSERT, backend, duration_ms, read_record};
-use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StateFilter, StoreError};
+use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 use crate::testing::conformance::PlantRecord;
 
 const SET_DONE: &str = concat!(
@@ -38,9 +38,9 @@ const LIST: &str = concat!(
      AND (?2 IS NULL OR namespace = ?2) AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) \
      AND (?4 IS NULL OR created_at_ms <= ",
     now_ms!(),
-    " - ?4) AND (?5 = 0 OR lease_until_ms <= ",
+    " - ?4) AND (?5 IS NULL OR ?5 = (lease_until_ms > ",
     now_ms!(),
-    ") ORDER BY created_at_ms, token LIMIT ?6"
+    ")) ORDER BY created_at_ms, token LIMIT ?6"
 );
 
 /// A settled record, to reopen: its token, request and reservation time.
@@ -56,10 +56,10 @@ impl Admin for SqliteStore {
 
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
         let state = query.state.stored_state();
-        let abandoned = query.state == StateFilter::Abandoned;
+        let lease_live = query.state.lease_live();
         let older_than = query.older_than.map(duration_ms);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let params = params![state, query.namespace, query.key_prefix, older_than, abandoned, limit];
+        let params = params![state, query.namespace, query.key_prefix, older_than, lease_live, limit];
         self.with_conn("list", |conn| {
             let mut stmt = conn.prepare_cached(LIST).map_err(backend)?;
             let ids = stmt

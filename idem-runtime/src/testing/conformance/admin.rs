@@ -54,6 +54,7 @@ fn lists_by_state_namespace_prefix_age_and_limit<S: Admin>(store: &S) {
     assert_eq!(keys(store, all), [k1, k2, k3, other], "every record, oldest first");
     let by = |state| ListQuery { state, ..all };
     assert_eq!(keys(store, by(StateFilter::InProgress)), [k2, k3], "in progress: running and abandoned");
+    assert_eq!(keys(store, by(StateFilter::Running)), [k2], "running: lease live");
     assert_eq!(keys(store, by(StateFilter::Abandoned)), [k3], "abandoned: lease ended");
     assert_eq!(keys(store, by(StateFilter::Completed)), [k1]);
     assert_eq!(keys(store, by(StateFilter::Failed)), [other]);
