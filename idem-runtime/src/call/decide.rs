@@ -149,7 +149,8 @@ fn concat(pieces: &[&str]) -> String {
 
 /// What a store's failure means for a call or a status read: a record the store cannot
 /// interpret (a state a newer idem wrote, a damaged row) is RECORD_UNREADABLE, which no
-/// retry can fix; only a failure of the backend itself is STORE_UNAVAILABLE, retryable.
+/// retry can fix; a record locked by a transaction in flight is IN_PROGRESS; only a failure
+/// of the backend itself is STORE_UNAVAILABLE, retryable.
 pub(crate) fn store_failed(tool: &Tool, key: &Key, error: &StoreError) -> (Outcome, Error) {
     match error {
         StoreError::Corrupt(why) => (Outcome::Unreadable, corrupt(tool, key, why)),

@@ -29,9 +29,7 @@ impl StoreError {
             other => other,
         }
     }
-}
 
-impl StoreError {
     /// What failed, for a message that already says the store failed: a backend failure's
     /// own text (without "store failed: "), else the whole error.
     pub(crate) fn backend_text(&self) -> String {
