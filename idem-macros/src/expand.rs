@@ -281,7 +281,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             retain: #retain,
             serves_tasks: #serves_tasks,
             timeout: #timeout,
-            counters: #krate::__private::Counters::new(),
+            instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
         };
     }

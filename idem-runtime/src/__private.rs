@@ -1,5 +1,6 @@
 //! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
 
+pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
     Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release,
     Tool, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
@@ -8,9 +9,10 @@ pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
 pub use crate::frameworks::{Rmcp, StatusTool};
 pub use crate::key::{FieldMode, KeyPart, Segment};
-pub use crate::metrics::Counters;
+pub use crate::observe::{Instruments, TelemetryKey};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
+pub use tracing;
 
 /// Checks a key field's type where the user wrote it: the expansion calls this with the
 /// parameter's span, so an unfit type is reported on that parameter.

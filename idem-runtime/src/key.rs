@@ -356,7 +356,7 @@ pub fn scope_prefix(scope: &str) -> String {
     prefix
 }
 
-fn hash_into(value: &str, out: &mut String) {
+pub(crate) fn hash_into(value: &str, out: &mut String) {
     const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(value.as_bytes());
     for byte in &digest[..16] {

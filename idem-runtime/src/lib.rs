@@ -11,7 +11,6 @@ mod compare;
 mod default_store;
 mod error;
 mod key;
-mod metrics;
 mod observe;
 mod output;
 mod scope;
@@ -21,6 +20,19 @@ pub mod frameworks;
 
 pub mod store;
 pub mod testing;
+
+/// Telemetry beyond the per-call event: the names idem's span and metrics use, how keys
+/// appear in them, the `metrics` facade (feature `metrics`) and lifecycle events for code.
+pub mod telemetry {
+    pub use crate::observe::conventions;
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub use crate::observe::describe_metrics;
+    pub use crate::observe::{
+        AbandonedBy, Happened, KeyInTelemetry, LifecycleEvent, Observer, ObserverId, Phase, Verdict, add_observer,
+        key_hash, remove_observer, set_key_in_telemetry,
+    };
+}
 
 #[doc(hidden)]
 pub mod __private;
@@ -33,8 +45,7 @@ pub use default_store::{
 };
 pub use error::{Error, ErrorCode, FieldDifference, Running};
 pub use key::{Key, KeyPart, normalize, scope_prefix};
-pub use metrics::{ToolMetrics, metrics};
-pub use observe::{Observation, ObserveFuture, Outcome, observe, observe_async};
+pub use observe::{Observation, ObserveFuture, Outcome, ToolMetrics, metrics, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};
 pub use status::Status;
 #[cfg(feature = "postgres")]

@@ -217,7 +217,6 @@ pub(crate) fn unreadable(tool: &Tool, key: &Key, what: &str, error: &serde_json:
 mod tests {
     use super::*;
     use crate::key::{FieldMode, Segment, build_key};
-    use crate::metrics::Counters;
     use crate::store::{Record, RecordState};
 
     static TOOL: Tool = Tool {
@@ -237,7 +236,7 @@ mod tests {
         retain: std::time::Duration::from_secs(60),
         serves_tasks: false,
         timeout: None,
-        counters: Counters::new(),
+        instruments: crate::__idem_instruments!("send_invoice"),
         claim: crate::call::Claim::new(),
     };
 

@@ -9,7 +9,9 @@ use std::future::Future;
 
 use crate::error::Error;
 use crate::key::Key;
-use crate::observe::Outcome;
+use crate::observe::{
+    AbandonedBy, Failure, Happened, ObservedCall, Outcome, Phase, TelemetryKey, Verdict, notify, observed,
+};
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
 use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
@@ -25,13 +27,31 @@ pub(crate) struct Ran<O> {
     pub(crate) output: O,
     pub(crate) key: Option<Key>,
     pub(crate) outcome: Outcome,
+    /// Why the answer is an error, if it is one.
+    pub(crate) failure: Option<Failure>,
+}
+
+impl<O> Ran<O> {
+    /// Tells observation of the answer, and an enclosing [`observe`](crate::observe) on
+    /// this thread.
+    pub(crate) fn answered(&self, watch: &ObservedCall) {
+        watch.answered(self.key.as_ref(), self.outcome, self.failure);
+        observed(watch.subject().name, self.key.as_ref(), self.outcome);
+    }
 }
 
 /// How often a completion is written before the body's result is returned unrecorded:
 /// the store's own waits (SQLite's busy timeout, a pool's checkout) pace the attempts.
 const COMPLETE_ATTEMPTS: usize = 3;
 
-pub(crate) async fn drive<S, O, B, H, P>(call: Call, store: &S, body: B, hook: &H, policy: &P) -> Ran<O>
+pub(crate) async fn drive<S, O, B, H, P>(
+    call: Call,
+    store: &S,
+    body: B,
+    hook: &H,
+    policy: &P,
+    watch: &ObservedCall,
+) -> Ran<O>
 where
     S: Driven,
     O: ToolOutput,
@@ -42,21 +62,22 @@ where
     let Call { tool, key, request, started } = call;
     let (key, request) = match (key, request) {
         (Ok(key), Ok(request)) => (key, request),
-        (Err(error), _) => return Ran { output: O::from_error(error), key: None, outcome: Outcome::InvalidKey },
-        (Ok(key), Err(error)) => {
-            return Ran { output: O::from_error(error), key: Some(key), outcome: Outcome::InvalidKey };
-        }
+        (Err(error), _) => return invalid(None, error),
+        (Ok(key), Err(error)) => return invalid(Some(key), error),
     };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let reserve = Reserve { id, request: &request, lease: tool.lease };
-    let token = match decide(tool, &key, &request, store.reserve(reserve).await, H::PRESENT) {
+    let step = decide(tool, &key, &request, store.reserve(reserve).await, H::PRESENT);
+    watch.reserved();
+    let token = match step {
         Step::Run(token) => token,
-        Step::Answer(outcome, answer) => return answered(tool, key, outcome, answer, policy),
+        Step::Answer(outcome, answer) => return answered(tool, key, outcome, answer, policy, Phase::Reserve),
         Step::Reconcile { expired, since_ms } => {
+            notify(tool.subject(), &key, Phase::Reserve, Happened::FoundAbandoned);
             let abandoned = Abandoned { key: key.clone(), request: request.clone(), since_ms };
             match reconcile(tool, store, id, expired, abandoned, hook).await {
                 Ok(token) => token,
-                Err((outcome, answer)) => return answered(tool, key, outcome, answer, policy),
+                Err((outcome, answer)) => return answered(tool, key, outcome, answer, policy, Phase::Reconcile),
             }
         }
     };
@@ -65,6 +86,7 @@ where
     {
         crate::frameworks::body_started(tool, &key, started, timeout);
     }
+    watch.holds(token.0);
     let abandon = Abandon::arm(tool, &key);
     let held = store.hold(tool, &key, token, started);
     super::cancel::forget(tool.namespace, key.as_str());
@@ -77,6 +99,7 @@ where
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);
     abandon.disarm();
+    watch.body_ended();
     let outcome = match settlement(tool, &key, &output, policy) {
         Some(Ok(completion)) => {
             let completion = completion.as_completion();
@@ -89,16 +112,27 @@ where
             }
             recorded(tool, &key, result)
         }
-        Some(Err(())) => kept_abandoned(tool, &key, store.abandon(id, token).await),
+        Some(Err(())) => {
+            notify(tool.subject(), &key, Phase::Settle, Happened::Abandoned(AbandonedBy::UnrecordableResult));
+            kept_abandoned(tool, &key, store.abandon(id, token).await)
+        }
         None => released(tool, &key, store.release(id, token).await),
     };
-    Ran { output, key: Some(key), outcome }
+    let failure = output.success().is_none().then_some(Failure::Tool);
+    Ran { output, key: Some(key), outcome, failure }
+}
+
+/// The answer to a call whose key could not be built, or whose compared fields could not
+/// be serialized: the body does not run.
+fn invalid<O: ToolOutput>(key: Option<Key>, error: Error) -> Ran<O> {
+    let failure = Some(Failure::Idem(error.code()));
+    Ran { output: O::from_error(error), key, outcome: Outcome::InvalidKey, failure }
 }
 
 /// Takes over an abandoned reservation and asks the hook what happened. `Ok(token)` when
 /// the body must run now under `token`; otherwise the answer.
 async fn reconcile<S, T, H>(
-    tool: &Tool,
+    tool: &'static Tool,
     store: &S,
     id: RecordId<'_>,
     expired: Token,
@@ -112,7 +146,10 @@ where
 {
     let key = abandoned.key.clone();
     let token = match store.take_over(id, expired, tool.lease).await {
-        Ok(token) => token,
+        Ok(token) => {
+            notify(tool.subject(), &key, Phase::Reconcile, Happened::TakenOver);
+            token
+        }
         // Another caller is reconciling it, or it changed meanwhile: answer from what is
         // there now, without reconciling again.
         Err(StoreError::Fenced) => {
@@ -128,7 +165,14 @@ where
             return Err((outcome, Answer::Error(error)));
         }
     };
-    match hook.reconcile(abandoned).await {
+    let verdict = hook.reconcile(abandoned).await;
+    let said = match verdict {
+        Reconciled::Done(_) => Verdict::Done,
+        Reconciled::NotDone => Verdict::NotDone,
+        Reconciled::Unknown => Verdict::Unknown,
+    };
+    notify(tool.subject(), &key, Phase::Reconcile, Happened::Reconciled(said));
+    match verdict {
         Reconciled::NotDone => Ok(token),
         Reconciled::Done(value) => {
             let Ok(json) = recordable(tool, &key, "the reconcile hook's result", &value) else {
@@ -137,7 +181,7 @@ where
             };
             if let Err(error) = store.complete(id, token, Completion::Success(&json), tool.retain).await {
                 tracing::error!(
-                    target: "idem", tool = tool.name, key = key.as_str(), %error,
+                    target: "idem", tool = tool.name, key = %TelemetryKey::of(&key), %error,
                     "the reconcile hook found the action done but the result could not be recorded"
                 );
             }
@@ -145,48 +189,60 @@ where
         }
         Reconciled::Unknown => {
             if let Err(error) = store.abandon(id, token).await {
-                tracing::error!(target: "idem", tool = tool.name, key = key.as_str(), %error, "could not mark the key abandoned again");
+                tracing::error!(target: "idem", tool = tool.name, key = %TelemetryKey::of(&key), %error, "could not mark the key abandoned again");
             }
             Err((Outcome::Unknown, Answer::Error(unknown(tool, &key))))
         }
     }
 }
 
-/// Turns an answer that is not a fresh run into the tool's output.
+/// Turns an answer that is not a fresh run into the tool's output, and tells observers
+/// of a replay, conflict or in-progress answer.
 fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
-    tool: &Tool,
+    tool: &'static Tool,
     key: Key,
     outcome: Outcome,
     answer: Answer,
     policy: &P,
+    phase: Phase,
 ) -> Ran<O> {
-    let (outcome, output) = match answer {
+    let happened = match outcome {
+        Outcome::Replayed => Some(Happened::Replayed),
+        Outcome::Conflict => Some(Happened::Conflict),
+        Outcome::InProgress => Some(Happened::InProgress),
+        _ => None,
+    };
+    if let Some(happened) = happened {
+        notify(tool.subject(), &key, phase, happened);
+    }
+    let unreadable_record =
+        |error: Error| (Outcome::Unreadable, Some(Failure::Idem(error.code())), O::from_error(error));
+    let (outcome, failure, output) = match answer {
         Answer::Error(error) => {
             if outcome == Outcome::InProgress
                 && let Some(running) = error.running()
             {
                 crate::frameworks::offer_task(tool, &key, running);
             }
-            (outcome, O::from_error(error))
+            (outcome, Some(Failure::Idem(error.code())), O::from_error(error))
         }
         Answer::Replay(stored) => match replay_value::<O::Value>(&stored) {
-            Ok(value) => (outcome, O::from_value(value)),
-            Err(error) => (Outcome::Unreadable, O::from_error(unreadable(tool, &key, "result", &error))),
+            Ok(value) => (outcome, None, O::from_value(value)),
+            Err(error) => unreadable_record(unreadable(tool, &key, "result", &error)),
         },
         Answer::KeptError(stored) => match policy.replay_error(&stored) {
-            Some(Ok(output)) => (outcome, output),
-            Some(Err(error)) => (Outcome::Unreadable, O::from_error(unreadable(tool, &key, "error", &error))),
-            None => {
-                let error = Error::new(
+            Some(Ok(output)) => (outcome, Some(Failure::Tool), output),
+            Some(Err(error)) => unreadable_record(unreadable(tool, &key, "error", &error)),
+            None => unreadable_record(
+                Error::new(
                     crate::ErrorCode::RecordUnreadable,
                     format!("{}: {key} holds a kept error, and this tool does not keep errors", tool.name),
                 )
-                .with_suggestion(format!("call {} to read it", tool.status_fn));
-                (Outcome::Unreadable, O::from_error(error))
-            }
+                .with_suggestion(format!("call {} to read it", tool.status_fn)),
+            ),
         },
     };
-    Ran { output, key: Some(key), outcome }
+    Ran { output, key: Some(key), outcome, failure }
 }
 
 /// What to write after the body: a completion (its result, or a kept error), `Err(())`
@@ -229,7 +285,7 @@ fn recordable<T: serde::Serialize + serde::de::DeserializeOwned>(
 /// The error event for an answer that cannot be recorded.
 fn not_recorded<T>(tool: &Tool, key: &Key, what: &str, why: &str, error: &serde_json::Error) -> Result<T, ()> {
     tracing::error!(
-        target: "idem", tool = tool.name, key = key.as_str(), %error,
+        target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
         "{what} {why} (JSON has no NaN or infinity, for one), so it was not recorded; the effect happened, so \
          the key is kept and marked abandoned: retries answer OUTCOME_UNKNOWN or run the reconcile hook"
     );
@@ -252,19 +308,21 @@ impl Settled {
 
 /// The outcome of completing: recorded, refused because a newer holder took the key over,
 /// or (after the effect happened) left reserved for reconciliation, never released.
-fn recorded(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
+fn recorded(tool: &'static Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
     match result {
         Ok(()) => Outcome::Fresh,
         Err(StoreError::Fenced) => {
+            notify(tool.subject(), key, Phase::Settle, Happened::Fenced);
             tracing::error!(
-                target: "idem", tool = tool.name, key = key.as_str(),
+                target: "idem", tool = tool.name, key = %TelemetryKey::of(key),
                 "the body finished after its lease was taken over; the newer holder's record stands and this result was not recorded"
             );
             Outcome::Fenced
         }
         Err(error) => {
+            notify(tool.subject(), key, Phase::Settle, Happened::Unrecorded);
             tracing::error!(
-                target: "idem", tool = tool.name, key = key.as_str(), %error,
+                target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
                 "the body succeeded but its completion could not be recorded; returning its result and leaving the reservation for reconciliation"
             );
             Outcome::Unrecorded
@@ -277,7 +335,7 @@ fn recorded(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
 fn kept_abandoned(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
     if let Err(error) = result {
         tracing::error!(
-            target: "idem", tool = tool.name, key = key.as_str(), %error,
+            target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
             "could not mark the key abandoned; retries will see it in progress until its lease ends"
         );
     }
@@ -287,7 +345,7 @@ fn kept_abandoned(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Out
 fn released(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
     if let Err(error) = result {
         tracing::error!(
-            target: "idem", tool = tool.name, key = key.as_str(), %error,
+            target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
             "the body failed but its reservation could not be released; retries will see it in progress until its lease ends"
         );
     }
@@ -297,13 +355,13 @@ fn released(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
 /// Logs a body that never returned (a panic, or a dropped future): its reservation stays
 /// in place, because nobody knows whether the action happened.
 struct Abandon<'a> {
-    tool: &'a Tool,
+    tool: &'static Tool,
     key: &'a Key,
     armed: bool,
 }
 
 impl<'a> Abandon<'a> {
-    fn arm(tool: &'a Tool, key: &'a Key) -> Self {
+    fn arm(tool: &'static Tool, key: &'a Key) -> Self {
         Abandon { tool, key, armed: true }
     }
 
@@ -315,11 +373,16 @@ impl<'a> Abandon<'a> {
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let how = if std::thread::panicking() { "panicked" } else { "was cancelled" };
+            let (how, by) = if std::thread::panicking() {
+                ("panicked", AbandonedBy::Panic)
+            } else {
+                ("was cancelled", AbandonedBy::Cancellation)
+            };
             tracing::warn!(
-                target: "idem", tool = self.tool.name, key = self.key.as_str(),
+                target: "idem", tool = self.tool.name, key = %TelemetryKey::of(self.key),
                 "the body {how}; its reservation stays in place until its lease ends (outcome unknown)"
             );
+            notify(self.tool.subject(), self.key, Phase::Body, Happened::Abandoned(by));
         }
     }
 }

@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 use crate::compare::{ComparedValue, request_json};
 use crate::error::Error;
 use crate::key::{Key, KeyPart, Segment, build_key};
-use crate::metrics::Counters;
-use crate::observe::record;
+use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
@@ -81,10 +80,17 @@ pub struct Tool {
     /// (the body runs on as the call's own tokio task); other tools apply theirs in
     /// [`run_async_timeout`].
     pub timeout: Option<Duration>,
-    /// How often calls ended in each outcome.
-    pub counters: Counters,
+    /// Its counters and span (see `__idem_instruments!`).
+    pub instruments: Instruments,
     /// Whether this tool may use its namespace, once checked.
     pub claim: Claim,
+}
+
+impl Tool {
+    /// The tool as observation sees it.
+    pub(crate) fn subject(&'static self) -> Subject {
+        Subject { name: self.name, namespace: self.namespace, instruments: &self.instruments }
+    }
 }
 
 /// The default lease: how long the key of a call whose process died stays blocked before
@@ -129,6 +135,13 @@ impl Call {
     }
 }
 
+impl Call {
+    /// Starts observing the call: its span opens before the reservation.
+    fn observed(&self) -> ObservedCall {
+        ObservedCall::start(self.tool.subject(), self.key.as_ref().ok(), self.started)
+    }
+}
+
 /// Runs a sync tool's body at most once per key.
 pub fn run_sync<S, O, F, H, P>(call: Call, store: &S, body: F, hook: H, policy: P) -> O
 where
@@ -138,11 +151,13 @@ where
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
-    let (tool, started) = (call.tool, call.started);
-    let ran = with_blocking(store, |store| {
-        ready_now(std::pin::pin!(drive(call, store, async move { body() }, &hook, &policy)))
+    let watch = call.observed();
+    let ran = watch.in_scope(|| {
+        with_blocking(store, |store| {
+            ready_now(std::pin::pin!(drive(call, store, async move { body() }, &hook, &policy, &watch)))
+        })
     });
-    record(tool, ran.key.as_ref(), ran.outcome, started);
+    ran.answered(&watch);
     ran.output
 }
 
@@ -155,9 +170,9 @@ where
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
-    let (tool, started) = (call.tool, call.started);
-    let ran = drive(call, &Async { store }, body, &hook, &policy).await;
-    record(tool, ran.key.as_ref(), ran.outcome, started);
+    let watch = call.observed();
+    let ran = watch.instrument(drive(call, &Async { store }, body, &hook, &policy, &watch)).await;
+    ran.answered(&watch);
     ran.output
 }
 

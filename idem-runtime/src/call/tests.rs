@@ -8,7 +8,6 @@ use tracing::{Event, Level, Metadata, Subscriber};
 
 use super::{Call, NoReconcile, Release, Tool, run_sync};
 use crate::key::{FieldMode, Segment};
-use crate::metrics::Counters;
 use crate::store::MemoryStore;
 
 /// An event's fields, as text.
@@ -61,7 +60,7 @@ pub(crate) static SENSOR: Tool = Tool {
     retain: std::time::Duration::from_secs(60),
     serves_tasks: false,
     timeout: None,
-    counters: Counters::new(),
+    instruments: crate::__idem_instruments!("record_reading"),
     claim: super::Claim::new(),
 };
 

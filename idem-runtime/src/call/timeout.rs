@@ -12,8 +12,10 @@ use {
     super::hooks::{ErrorPolicy, Reconcile},
     crate::error::{Error, ErrorCode},
     crate::key::Key,
-    crate::observe::{Outcome, emit, observed},
+    crate::observe::{Failure, Happened, Outcome, Phase, notify, observed},
     std::future::Future,
+    std::sync::Arc,
+    std::sync::atomic::{AtomicBool, Ordering},
 };
 
 /// Runs an async tool's call as a task of its own and answers TIMEOUT if it has not
@@ -37,28 +39,54 @@ where
     H: Reconcile<O::Value> + Send + Sync + 'static,
     P: ErrorPolicy<O> + Send + Sync + 'static,
 {
-    let (tool, started) = (call.tool, call.started);
+    let tool = call.tool;
     let key = call.key.as_ref().ok().cloned();
-    // The task emits its own event and count: it may finish long after its caller left.
-    let task = tokio::spawn(async move {
-        let ran = drive(call, &Async { store }, body, &hook, &policy).await;
-        emit(tool, ran.key.as_ref(), ran.outcome, started);
+    let watch = call.observed();
+    // Whoever answers first, the task (its result) or the wait (TIMEOUT), records the
+    // answer; the task records what it came to after a TIMEOUT as a late outcome.
+    let answered = Arc::new(AtomicBool::new(false));
+    let in_task = (watch.already_entered(), Arc::clone(&answered));
+    let mut task = tokio::spawn(watch.instrument(async move {
+        let (watch, answered) = in_task;
+        let ran = drive(call, &Async { store }, body, &hook, &policy, &watch).await;
+        if answered.swap(true, Ordering::AcqRel) {
+            watch.settled_late(ran.key.as_ref(), ran.outcome);
+        } else {
+            watch.answered(ran.key.as_ref(), ran.outcome, ran.failure);
+        }
         ran
-    });
-    match tokio::time::timeout(timeout, task).await {
-        Ok(Ok(ran)) => {
-            observed(tool, ran.key.as_ref(), ran.outcome);
+    }));
+    let finished = |joined: Result<super::drive::Ran<O>, tokio::task::JoinError>| match joined {
+        Ok(ran) => {
+            observed(tool.name, ran.key.as_ref(), ran.outcome);
             ran.output
         }
-        Ok(Err(failed)) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
+        Err(failed) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
         // The runtime is shutting down and dropped the task: nobody knows how far it got.
-        Ok(Err(_cancelled)) => O::from_error(Error::new(
-            ErrorCode::OutcomeUnknown,
-            format!("{}: the call was cancelled as the runtime shut down; it may or may not have happened", tool.name),
-        )),
+        Err(_cancelled) => {
+            let error = Error::new(
+                ErrorCode::OutcomeUnknown,
+                format!(
+                    "{}: the call was cancelled as the runtime shut down; it may or may not have happened",
+                    tool.name
+                ),
+            );
+            if !answered.swap(true, Ordering::AcqRel) {
+                watch.answered(key.as_ref(), Outcome::Unknown, Some(Failure::Idem(error.code())));
+            }
+            O::from_error(error)
+        }
+    };
+    match tokio::time::timeout(timeout, &mut task).await {
+        Ok(joined) => finished(joined),
+        // The body finished as the wait ended: its answer stands.
+        Err(_elapsed) if answered.swap(true, Ordering::AcqRel) => finished(task.await),
         Err(_elapsed) => {
-            emit(tool, key.as_ref(), Outcome::TimedOut, started);
-            observed(tool, key.as_ref(), Outcome::TimedOut);
+            if let Some(key) = &key {
+                notify(tool.subject(), key, Phase::Body, Happened::TimedOut);
+            }
+            watch.answered(key.as_ref(), Outcome::TimedOut, Some(Failure::Idem(ErrorCode::Timeout)));
+            observed(tool.name, key.as_ref(), Outcome::TimedOut);
             O::from_error(timed_out(tool, key.as_ref(), timeout))
         }
     }

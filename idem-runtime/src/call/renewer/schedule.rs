@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::call::Tool;
 use crate::key::Key;
+use crate::observe::{Happened, Phase, TelemetryKey, notify};
 use crate::store::StoreError;
 
 /// The soonest a progress message is written after it is set, and the least time between
@@ -57,8 +58,9 @@ impl Schedule {
         }
         if now.saturating_duration_since(self.started) >= self.tool.max_hold {
             self.next_due = None;
+            notify(self.tool.subject(), &self.key, Phase::Renew, Happened::HoldEnded);
             tracing::warn!(
-                target: "idem", tool = self.tool.name, key = self.key.as_str(), max_hold = ?self.tool.max_hold,
+                target: "idem", tool = self.tool.name, key = %TelemetryKey::of(&self.key), max_hold = ?self.tool.max_hold,
                 "the body has run past the tool's max_hold: its lease is no longer renewed, so the key counts \
                  as abandoned when the lease ends"
             );
@@ -85,8 +87,9 @@ impl Schedule {
             }
             Err(StoreError::Fenced) => {
                 self.next_due = None;
+                notify(self.tool.subject(), &self.key, Phase::Renew, Happened::Fenced);
                 tracing::error!(
-                    target: "idem", tool = self.tool.name, key = self.key.as_str(),
+                    target: "idem", tool = self.tool.name, key = %TelemetryKey::of(&self.key),
                     "the running call lost its key: its lease ended and another call took it over; its result \
                      will not be recorded"
                 );
@@ -99,7 +102,7 @@ impl Schedule {
                     progress.unsent = true;
                 }
                 tracing::warn!(
-                    target: "idem", tool = self.tool.name, key = self.key.as_str(), %error,
+                    target: "idem", tool = self.tool.name, key = %TelemetryKey::of(&self.key), %error,
                     "could not renew the running call's lease; trying again"
                 );
                 self.pull_to(now + Self::every(self.tool) / 3)

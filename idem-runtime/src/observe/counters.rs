@@ -4,13 +4,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::call::Tool;
-use crate::observe::Outcome;
+use super::{Outcome, Subject};
 
 /// One counter per [`Outcome`], kept in each tool's static description.
-#[doc(hidden)]
 #[derive(Debug)]
-pub struct Counters {
+pub(crate) struct Counters {
     counts: [AtomicU64; Outcome::ALL.len()],
     registered: AtomicBool,
 }
@@ -28,12 +26,13 @@ impl Default for Counters {
     }
 }
 
-static TOOLS: Mutex<Vec<&'static Tool>> = Mutex::new(Vec::new());
+static TOOLS: Mutex<Vec<Subject>> = Mutex::new(Vec::new());
 
-/// Counts one call of `tool`. The first count registers the tool for [`metrics`].
-pub(crate) fn count(tool: &'static Tool, outcome: Outcome) {
-    tool.counters.counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
-    if !tool.counters.registered.load(Ordering::Relaxed) && !tool.counters.registered.swap(true, Ordering::AcqRel) {
+/// Counts one answer of `tool`. The first count registers the tool for [`metrics`].
+pub(crate) fn count(tool: Subject, outcome: Outcome) {
+    let counters = &tool.instruments.counters;
+    counters.counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    if !counters.registered.load(Ordering::Relaxed) && !counters.registered.swap(true, Ordering::AcqRel) {
         TOOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(tool);
     }
 }
@@ -66,7 +65,9 @@ impl ToolMetrics {
 }
 
 /// The counters of every idempotent tool called in this process so far, in the order of
-/// their first call.
+/// their first call. Each answer counts once, under its [`Outcome`]; a call whose caller
+/// got TIMEOUT counts once more when its body finishes, under what it came to (so
+/// `timed_out` next to `fresh` means the body went on and completed).
 pub fn metrics() -> Vec<ToolMetrics> {
     let tools = TOOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     tools
@@ -74,7 +75,7 @@ pub fn metrics() -> Vec<ToolMetrics> {
         .map(|tool| ToolMetrics {
             tool: tool.name,
             namespace: tool.namespace,
-            counts: std::array::from_fn(|i| tool.counters.counts[i].load(Ordering::Relaxed)),
+            counts: std::array::from_fn(|i| tool.instruments.counters.counts[i].load(Ordering::Relaxed)),
         })
         .collect()
 }

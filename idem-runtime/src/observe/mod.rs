@@ -1,15 +1,85 @@
-//! What happened on each call: one `tracing` event per call, and an in-code way for the
-//! caller to see whether its call ran the body or was answered from the store.
+//! Observation, in one layer the call driver uses and that uses nothing of it: how each
+//! call was answered ([`observe`]), a `tracing` span and event per call, in-process
+//! counters ([`metrics`](crate::metrics)), the `metrics` facade (feature `metrics`), and
+//! lifecycle events for code ([`Observer`]).
+
+pub mod conventions;
+mod counters;
+#[cfg(feature = "metrics")]
+mod facade;
+mod key_text;
+mod observed_call;
+mod observer;
+mod span;
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
-use crate::call::Tool;
+use tracing::field::DisplayValue;
+
+use crate::error::ErrorCode;
 use crate::key::Key;
 use crate::scope::{Scope, Scoped, in_scope};
+
+pub(crate) use counters::Counters;
+pub use counters::{ToolMetrics, metrics};
+#[cfg(feature = "metrics")]
+pub use facade::describe_metrics;
+pub use key_text::TelemetryKey;
+pub use key_text::{KeyInTelemetry, key_hash, set_key_in_telemetry};
+pub(crate) use observed_call::ObservedCall;
+pub(crate) use observer::notify;
+pub use observer::{
+    AbandonedBy, Happened, LifecycleEvent, Observer, ObserverId, Phase, Verdict, add_observer, remove_observer,
+};
+
+/// What observation keeps of one tool, in the tool's `static`: its counters and the
+/// opener of its span. Built by the expansion with `__idem_instruments!`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Instruments {
+    pub(crate) counters: Counters,
+    pub(crate) open_span: OpenSpan,
+}
+
+/// Opens a tool's span, given its namespace and its call's key.
+#[doc(hidden)]
+pub type OpenSpan = fn(&'static str, Option<DisplayValue<TelemetryKey<'_>>>) -> tracing::Span;
+
+impl Instruments {
+    /// Zero counts and the tool's span opener; usable in a `static`.
+    pub const fn new(open_span: OpenSpan) -> Self {
+        Instruments { counters: Counters::new(), open_span }
+    }
+}
+
+/// A tool as observation sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Subject {
+    pub(crate) name: &'static str,
+    pub(crate) namespace: &'static str,
+    pub(crate) instruments: &'static Instruments,
+}
+
+/// Why an answer is an error: `error.type` in the span and the duration histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// idem answered with its own error.
+    Idem(ErrorCode),
+    /// The tool's own error: its body failed, or a kept error was replayed.
+    Tool,
+}
+
+impl Failure {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Failure::Idem(code) => code.as_str(),
+            Failure::Tool => conventions::TOOL_ERROR,
+        }
+    }
+}
 
 /// How one call of an idempotent tool was answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,38 +226,11 @@ impl<F: Future> Future for ObserveFuture<F> {
     }
 }
 
-/// Records one call: a `tracing` event, its tool's counter, and the observation for an
-/// enclosing [`observe`].
-pub(crate) fn record(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, started: Instant) {
-    emit(tool, key, outcome, started);
-    observed(tool, key, outcome);
-}
-
-/// The `tracing` event and the counter of one call. The latency since `started` is read
-/// only when a subscriber takes the event (`tracing` evaluates fields lazily).
-pub(crate) fn emit(tool: &'static Tool, key: Option<&Key>, outcome: Outcome, started: Instant) {
-    crate::metrics::count(tool, outcome);
-    let tool = tool.name;
-    let key_text = key.map_or("", Key::as_str);
-    let latency_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    match outcome {
-        Outcome::StoreUnavailable | Outcome::Unreadable | Outcome::Unrecorded | Outcome::Fenced => {
-            tracing::error!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
-        }
-        Outcome::Unknown | Outcome::TimedOut => {
-            tracing::warn!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
-        }
-        _ => {
-            tracing::info!(target: "idem", tool, key = key_text, outcome = outcome.as_str(), latency_us = latency_us(), "idempotent call")
-        }
-    }
-}
-
 /// The observation of one call, for an enclosing [`observe`] on this thread.
-pub(crate) fn observed(tool: &'static Tool, key: Option<&Key>, outcome: Outcome) {
+pub(crate) fn observed(tool: &'static str, key: Option<&Key>, outcome: Outcome) {
     OBSERVED.with(|slot| {
         if let Some(calls) = slot.borrow_mut().as_mut() {
-            calls.push(Observation { tool: tool.name, key: key.cloned(), outcome });
+            calls.push(Observation { tool, key: key.cloned(), outcome });
         }
     });
 }
