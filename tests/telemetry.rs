@@ -1,0 +1,16 @@
+//! Telemetry, seen as a user's exporter sees it:
+//!
+//! - `spans`: the `execute_tool <tool>` span of each call (OpenTelemetry's GenAI
+//!   conventions), through a capturing `tracing` layer.
+//! - `facade`: the call counter and duration histogram through the `metrics` facade.
+//! - `observer`: lifecycle events for code.
+
+#[path = "telemetry/capture.rs"]
+mod capture;
+#[cfg(feature = "metrics")]
+#[path = "telemetry/facade.rs"]
+mod facade;
+#[path = "telemetry/observer.rs"]
+mod observer;
+#[path = "telemetry/spans.rs"]
+mod spans;
