@@ -25,3 +25,29 @@ fn the_invoicing_demo_shows_three_invoices_then_one() {
         "{stdout}"
     );
 }
+
+#[cfg(feature = "metrics")]
+#[test]
+fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_period() {
+    let output = Command::new(example("dashboard"))
+        .env("IDEM_DEMO_DELAY_MS", "300")
+        .output()
+        .expect("the example is built by `cargo test --features metrics`");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let series = |outcome: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with("idem_calls{") && line.contains(&format!("idem_outcome=\"{outcome}\"")))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|count| count.parse::<u64>().ok())
+    };
+    assert_eq!(series("fresh"), Some(2), "one first call per period:\n{stdout}");
+    assert_eq!(series("conflict"), Some(1), "{stdout}");
+    let repeats = series("replayed").unwrap_or(0) + series("in_progress").unwrap_or(0);
+    assert_eq!(repeats, 3, "the other three calls are repeats:\n{stdout}");
+    assert!(stdout.contains("replay rate  50% (3 of 6 calls were repeats)"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("invoices sent: 2"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("execute_tool send_invoice{"), "the spans are printed:\n{stderr}");
+}
