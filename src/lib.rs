@@ -12,7 +12,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig"
+//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics"
 //! ```
 //!
 //! # Example
@@ -151,7 +151,19 @@
 //! message, a retryable flag and a suggestion, serialized as
 //! `{"error": {"code", "message", "retryable", "suggestion"}}`. To see in code how a call
 //! was answered, wrap it in [`observe`] (or [`observe_async`]); [`metrics`] counts every
-//! tool's outcomes, and each call emits a `tracing` event.
+//! tool's outcomes.
+//!
+//! # Telemetry
+//!
+//! Each call runs in a `tracing` span named `execute_tool <tool>` with OpenTelemetry's
+//! GenAI attributes (`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.type`,
+//! `error.type`) and idem's own (`idem.outcome`, `idem.namespace`, `idem.key`,
+//! `idem.lease_token`, the phases' microseconds); the body's spans and events nest inside
+//! it, and an outer `execute_tool <tool>` span of the caller's is reused instead. The
+//! `metrics` feature records a call counter and the `gen_ai.execute_tool.duration`
+//! histogram through the `metrics` facade. [`telemetry::add_observer`] tells code of
+//! replays, conflicts, fenced completions, abandoned and taken-over calls and
+//! reconciliations. The names are in [`telemetry::conventions`].
 //!
 //! # Stores
 //!
