@@ -129,7 +129,23 @@ pub fn run(settings: &Settings) -> Report {
     report
 }
 
+/// `IDEM_BENCH_SUBSCRIBER`: a global `tracing` subscriber for the whole run, to see what
+/// telemetry costs: `registry` (every span and event recorded, nothing printed) or `warn`
+/// (a subscriber that takes WARN and above, so idem's INFO span is off). Unset: none.
+fn install_subscriber() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let subscriber: Box<dyn tracing::Subscriber + Send + Sync> = match std::env::var("IDEM_BENCH_SUBSCRIBER").as_deref()
+    {
+        Err(_) | Ok("") => return,
+        Ok("registry") => Box::new(tracing_subscriber::registry()),
+        Ok("warn") => Box::new(tracing_subscriber::registry().with(tracing_subscriber::filter::LevelFilter::WARN)),
+        Ok(other) => panic!("IDEM_BENCH_SUBSCRIBER={other}: expected registry or warn"),
+    };
+    tracing::subscriber::set_global_default(subscriber).expect("the first subscriber");
+}
+
 fn main() {
+    install_subscriber();
     if let Ok(spec) = std::env::var("IDEM_BENCH_PROFILE") {
         return profile::profile(&spec);
     }
