@@ -117,3 +117,19 @@ fn replays_and_conflicts_are_told_too_and_a_panicking_observer_changes_nothing()
 fn label(store: &MemoryStore, order: u32, weight: u32) -> Result<u32, idem::Error> {
     Ok(weight)
 }
+
+#[idempotent(key = "void:<order>", store = store, namespace = "telemetry::void")]
+fn void(store: &MemoryStore, order: u32) -> Result<u32, idem::Error> {
+    Ok(order)
+}
+
+#[test]
+fn without_a_hook_an_abandoned_call_is_found_and_answered_unknown() {
+    let store = MemoryStore::new();
+    let events = watching("telemetry::void", || {
+        void(&store, 1).unwrap();
+        store.reopen(RecordId { namespace: "telemetry::void", key: "void:1" }).unwrap();
+        assert_eq!(void(&store, 1).unwrap_err().code(), idem::ErrorCode::OutcomeUnknown);
+    });
+    assert_eq!(events, [("void:1".to_owned(), Phase::Reserve, Happened::FoundAbandoned)]);
+}

@@ -197,7 +197,7 @@ where
 }
 
 /// Turns an answer that is not a fresh run into the tool's output, and tells observers
-/// of a replay, conflict or in-progress answer.
+/// of a replay, a conflict, an in-progress answer or an abandoned reservation.
 fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
     tool: &'static Tool,
     key: Key,
@@ -206,10 +206,12 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
     policy: &P,
     phase: Phase,
 ) -> Ran<O> {
-    let happened = match outcome {
-        Outcome::Replayed => Some(Happened::Replayed),
-        Outcome::Conflict => Some(Happened::Conflict),
-        Outcome::InProgress => Some(Happened::InProgress),
+    let happened = match (outcome, phase) {
+        (Outcome::Replayed, _) => Some(Happened::Replayed),
+        (Outcome::Conflict, _) => Some(Happened::Conflict),
+        (Outcome::InProgress, _) => Some(Happened::InProgress),
+        // Without a reconcile hook, an abandoned reservation is answered at once.
+        (Outcome::Unknown, Phase::Reserve) => Some(Happened::FoundAbandoned),
         _ => None,
     };
     if let Some(happened) = happened {
