@@ -1,9 +1,10 @@
 //! The `metrics` facade (feature `metrics`): the call counter and the duration histogram,
 //! for whatever recorder the application installed (Prometheus, OpenTelemetry, ...).
 
+use std::sync::Mutex;
 use std::time::Duration;
 
-use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+use metrics::{Key, Label, Level, Metadata, Unit, describe_counter, describe_histogram};
 
 use super::conventions::{
     CALLS_METRIC, DURATION_METRIC, ERROR_TYPE, EXECUTE_TOOL, NAMESPACE, OPERATION_NAME, OUTCOME, TOOL_NAME, TOOL_TYPE,
@@ -23,28 +24,63 @@ pub fn describe_metrics() {
     );
 }
 
+static METADATA: Metadata<'static> = Metadata::new("idem", Level::INFO, Some(module_path!()));
+
+/// One tool's series, each built once: a recorder gets the same key for every call, and
+/// a call neither allocates nor hashes labels. At most a few dozen per tool (outcomes
+/// times error types), so they live for the process.
+#[derive(Debug, Default)]
+pub(crate) struct SeriesKeys {
+    built: Mutex<Vec<Series>>,
+}
+
+impl SeriesKeys {
+    pub(crate) const fn new() -> Self {
+        SeriesKeys { built: Mutex::new(Vec::new()) }
+    }
+}
+
+#[derive(Debug)]
+struct Series {
+    outcome: Outcome,
+    failure: Option<Failure>,
+    calls: &'static Key,
+    duration: &'static Key,
+}
+
+/// The keys of `tool`'s series for an answer.
+fn series(tool: Subject, outcome: Outcome, failure: Option<Failure>) -> (&'static Key, &'static Key) {
+    let mut built = tool.instruments.series.built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(series) = built.iter().find(|series| series.outcome == outcome && series.failure == failure) {
+        return (series.calls, series.duration);
+    }
+    let label = |key: &'static str, value: &'static str| Label::from_static_parts(key, value);
+    let calls = vec![label(TOOL_NAME, tool.name), label(NAMESPACE, tool.namespace), label(OUTCOME, outcome.as_str())];
+    let mut duration = vec![
+        label(OPERATION_NAME, EXECUTE_TOOL),
+        label(TOOL_NAME, tool.name),
+        label(TOOL_TYPE, TOOL_TYPE_FUNCTION),
+        label(NAMESPACE, tool.namespace),
+        label(OUTCOME, outcome.as_str()),
+    ];
+    duration.extend(failure.map(|failure| label(ERROR_TYPE, failure.as_str())));
+    let calls: &'static Key = Box::leak(Box::new(Key::from_parts(CALLS_METRIC, calls)));
+    let duration: &'static Key = Box::leak(Box::new(Key::from_parts(DURATION_METRIC, duration)));
+    built.push(Series { outcome, failure, calls, duration });
+    (calls, duration)
+}
+
 /// One answer: its count, and its duration.
 pub(super) fn answered(tool: Subject, outcome: Outcome, failure: Option<Failure>, took: Duration) {
-    counted(tool, outcome);
-    let seconds = took.as_secs_f64();
-    let labels = [
-        (OPERATION_NAME, EXECUTE_TOOL),
-        (TOOL_NAME, tool.name),
-        (TOOL_TYPE, TOOL_TYPE_FUNCTION),
-        (NAMESPACE, tool.namespace),
-        (OUTCOME, outcome.as_str()),
-    ];
-    match failure {
-        None => histogram!(DURATION_METRIC, &labels).record(seconds),
-        Some(failure) => {
-            let [a, b, c, d, e] = labels;
-            histogram!(DURATION_METRIC, &[a, b, c, d, e, (ERROR_TYPE, failure.as_str())]).record(seconds);
-        }
-    }
+    let (calls, duration) = series(tool, outcome, failure);
+    metrics::with_recorder(|recorder| {
+        recorder.register_counter(calls, &METADATA).increment(1);
+        recorder.register_histogram(duration, &METADATA).record(took.as_secs_f64());
+    });
 }
 
 /// One count, without a duration (a timed-out call's late outcome).
 pub(super) fn counted(tool: Subject, outcome: Outcome) {
-    let labels = [(TOOL_NAME, tool.name), (NAMESPACE, tool.namespace), (OUTCOME, outcome.as_str())];
-    counter!(CALLS_METRIC, &labels).increment(1);
+    let (calls, _) = series(tool, outcome, None);
+    metrics::with_recorder(|recorder| recorder.register_counter(calls, &METADATA).increment(1));
 }

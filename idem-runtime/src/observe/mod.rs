@@ -42,6 +42,8 @@ pub use observer::{
 pub struct Instruments {
     pub(crate) counters: Counters,
     pub(crate) open_span: OpenSpan,
+    #[cfg(feature = "metrics")]
+    pub(crate) series: facade::SeriesKeys,
 }
 
 /// Opens a tool's span, given its namespace and its call's key.
@@ -51,7 +53,12 @@ pub type OpenSpan = fn(&'static str, Option<DisplayValue<TelemetryKey<'_>>>) -> 
 impl Instruments {
     /// Zero counts and the tool's span opener; usable in a `static`.
     pub const fn new(open_span: OpenSpan) -> Self {
-        Instruments { counters: Counters::new(), open_span }
+        Instruments {
+            counters: Counters::new(),
+            open_span,
+            #[cfg(feature = "metrics")]
+            series: facade::SeriesKeys::new(),
+        }
     }
 }
 
