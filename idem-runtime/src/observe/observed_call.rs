@@ -38,6 +38,7 @@ impl ObservedCall {
 
     /// The same call, for a future that [`instrument`](Self::instrument) already runs
     /// inside its span: it does not enter the span again.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn already_entered(&self) -> ObservedCall {
         let span = self.span.as_ref().map(|span| CallSpan { span: span.span.clone(), outer: true });
         let phase_began = AtomicU64::new(self.phase_began.load(Ordering::Relaxed));
@@ -104,6 +105,7 @@ impl ObservedCall {
 
     /// What a call whose caller already got TIMEOUT came to: counted as its own outcome
     /// (so [`metrics`](super::metrics) sees both), with an event, but no second duration.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn settled_late(&self, key: Option<&Key>, outcome: Outcome) {
         if let Some(span) = &self.span {
             self.phase_ended(SETTLE_US);
