@@ -4,6 +4,7 @@
 //!   conventions), through a capturing `tracing` layer.
 //! - `facade`: the call counter and duration histogram through the `metrics` facade.
 //! - `observer`: lifecycle events for code.
+//! - `rmcp`: the spans of an rmcp server's tool, called by rmcp's client.
 
 #[path = "telemetry/capture.rs"]
 mod capture;
@@ -12,5 +13,8 @@ mod capture;
 mod facade;
 #[path = "telemetry/observer.rs"]
 mod observer;
+#[cfg(feature = "rmcp")]
+#[path = "telemetry/rmcp.rs"]
+mod rmcp;
 #[path = "telemetry/spans.rs"]
 mod spans;
