@@ -44,6 +44,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use self::identity::Identity;
+use self::writers::Writers;
 use super::{
     Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
 };
@@ -169,6 +170,8 @@ pub struct SqliteStore {
     options: open::Options,
     identity: Identity,
     idle: Mutex<Vec<Connection>>,
+    /// The line in which this store's connections wait to write.
+    writers: Writers,
     /// The connection that set the file up, open until the store is dropped: while it is,
     /// the file's inode cannot be freed and given to a replacement, which would then pass
     /// for the file this store opened. The pool alone may hold no connection at times (a
@@ -192,6 +195,19 @@ impl SqliteStore {
         }
     }
 
+    /// Runs `f`, which writes, on a pooled connection, in this store's turn to write (see
+    /// [`writers`]).
+    pub(super) fn with_write<T>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with_conn(operation, |conn| {
+            let _turn = self.writers.wait_turn(self.options.busy_timeout())?;
+            f(conn)
+        })
+    }
+
     /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
     /// it changed nothing, because the token no longer holds the record.
     fn execute_fenced(
@@ -200,7 +216,7 @@ impl SqliteStore {
         sql: &str,
         params: impl rusqlite::Params,
     ) -> Result<(), StoreError> {
-        let changed = self.with_conn(operation, |conn| {
+        let changed = self.with_write(operation, |conn| {
             let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
             stmt.execute(params).map_err(backend)
         })?;
@@ -253,11 +269,13 @@ impl Store for SqliteStore {
                 if let Some(record) = read_record(conn, id)? {
                     return Ok(Reservation::Existing(record));
                 }
+                let turn = self.writers.wait_turn(self.options.busy_timeout())?;
                 self.check_file()?;
                 let inserted = conn
                     .prepare_cached(INSERT)
                     .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request.request, lease)))
                     .map_err(backend)?;
+                drop(turn);
                 if inserted == 1 {
                     // The connection is this call's alone until it is put back.
                     let token = u64::try_from(conn.last_insert_rowid()).map_err(|e| StoreError::Backend(e.into()))?;
@@ -278,7 +296,7 @@ impl Store for SqliteStore {
 
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         let expired = i64::try_from(expired.0).map_err(|_| StoreError::Fenced)?;
-        self.with_conn("take over", |conn| {
+        self.with_write("take over", |conn| {
             self.check_file()?;
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
             let found: Option<(String, i64)> = tx
@@ -340,7 +358,7 @@ impl Store for SqliteStore {
 
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn("purge", |conn| {
+        self.with_write("purge", |conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
             stmt.execute([limit]).map_err(backend)
         })
@@ -357,6 +375,7 @@ mod pool;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;
+mod writers;
 
 pub use open::{SqliteStoreBuilder, Synchronous};
 pub use transaction::{Transacted, TransactionError};
