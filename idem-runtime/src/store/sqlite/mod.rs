@@ -170,7 +170,7 @@ pub struct SqliteStore {
     options: open::Options,
     identity: Identity,
     idle: Mutex<Vec<Connection>>,
-    /// The line in which this store's connections wait to write.
+    /// How this store's connections take turns at writing.
     writers: Writers,
     /// The connection that set the file up, open until the store is dropped: while it is,
     /// the file's inode cannot be freed and given to a replacement, which would then pass
@@ -203,9 +203,17 @@ impl SqliteStore {
         f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.with_conn(operation, |conn| {
-            let _turn = self.writers.wait_turn(self.options.busy_timeout())?;
+            let _turn = self.wait_turn()?;
             f(conn)
         })
+    }
+
+    /// This connection's turn to write, at `FULL`; see [`writers`] for why not at `NORMAL`.
+    fn wait_turn(&self) -> Result<Option<writers::Turn<'_>>, StoreError> {
+        if self.options.synchronous() != Synchronous::Full {
+            return Ok(None);
+        }
+        self.writers.wait_turn(self.options.busy_timeout()).map(Some)
     }
 
     /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
@@ -269,7 +277,7 @@ impl Store for SqliteStore {
                 if let Some(record) = read_record(conn, id)? {
                     return Ok(Reservation::Existing(record));
                 }
-                let turn = self.writers.wait_turn(self.options.busy_timeout())?;
+                let turn = self.wait_turn()?;
                 self.check_file()?;
                 let inserted = conn
                     .prepare_cached(INSERT)

@@ -161,6 +161,10 @@ impl SqliteStore {
 }
 
 impl Options {
+    pub(super) fn synchronous(&self) -> Synchronous {
+        self.synchronous
+    }
+
     /// How long an operation waits for other writers.
     pub(super) fn busy_timeout(&self) -> Duration {
         self.busy_timeout
