@@ -23,7 +23,7 @@ fn every_bench_runs_and_checks_its_answers() {
     // run says it skipped them.
     let postgres_rows = names.iter().filter(|(store, _)| *store == "PostgreSQL").count();
     if std::env::var_os("IDEM_TEST_DATABASE_URL").is_some_and(|url| !url.is_empty()) {
-        assert_eq!(postgres_rows, 6, "{names:?}");
+        assert_eq!(postgres_rows, 7, "{names:?}");
         assert!(report.postgres.as_deref().is_some_and(|server| server.contains("fsync=")));
     } else {
         assert_eq!((postgres_rows, &report.skipped[..]), (0, &["postgres"][..]));
@@ -34,6 +34,21 @@ fn every_bench_runs_and_checks_its_answers() {
         let (fresh, replayed, in_progress) = row.idem_answers;
         assert_eq!(fresh, settings.keys, "one fresh call per key");
         assert_eq!(fresh + replayed + in_progress, settings.keys * 4);
+    }
+    let first: Vec<(&str, usize)> = report.first_calls.iter().map(|row| (row.sync, row.threads)).collect();
+    let expected: Vec<(&str, usize)> =
+        ["FULL", "NORMAL"].into_iter().flat_map(|sync| [1, 2, 4, 8].map(|threads| (sync, threads))).collect();
+    assert_eq!(first, expected);
+    for row in &report.first_calls {
+        // Each first call commits twice; at FULL each commit syncs the WAL, though idem's
+        // concurrent calls may share commits.
+        for run in &row.hand {
+            assert!(row.sync != "FULL" || run.syncs_per_call >= 2.0, "{row:?}");
+        }
+        for run in row.idem.iter().chain(&row.hand) {
+            assert!(row.sync != "FULL" || run.syncs_per_call > 0.0, "{row:?}");
+            assert!(run.wal_peak > 0, "{row:?}");
+        }
     }
     for number in report.numbers() {
         assert!(number.is_finite() && number > 0.0, "{number} in {report:#?}");

@@ -8,6 +8,11 @@
 //! - Throughput: 1, 2 and 8 threads over 1,000 keys, each called 4 times in a shuffled
 //!   order, on SQLite; every key's effect is counted and must happen exactly once.
 //!
+//! - First calls only: 1, 2, 4 and 8 threads, 1,000 keys each called once, on SQLite,
+//!   idem and hand-written side by side: calls per second, p50, p99 and max latency, disk
+//!   syncs per call (counted by the `vfs` shim) and the WAL's size; every key's effect
+//!   must happen exactly once.
+//!
 //! - PostgreSQL (when `IDEM_TEST_DATABASE_URL` names a server): the same calls on the
 //!   PostgreSQL store against hand-written tokio-postgres.
 //!
@@ -35,6 +40,8 @@ mod report;
 mod throughput;
 #[path = "tool.rs"]
 mod tool;
+#[path = "vfs.rs"]
+mod vfs;
 
 use std::time::Instant;
 
@@ -55,7 +62,7 @@ pub struct Settings {
     /// Rounds of every comparison.
     pub rounds: usize,
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
-    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `throughput`; for profiling one of them.
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `throughput`, `first-calls`; for profiling one of them.
     pub only: Option<String>,
 }
 
@@ -124,6 +131,10 @@ pub fn run(settings: &Settings) -> Report {
     for sync in [Synchronous::Full, Synchronous::Normal] {
         let name = format!("throughput-{}", sync_pragma(sync).to_lowercase());
         group(name, &mut |report| throughput::throughput(settings, sync, dir.path(), report));
+    }
+    for sync in [Synchronous::Full, Synchronous::Normal] {
+        let name = format!("first-calls-{}", sync_pragma(sync).to_lowercase());
+        group(name, &mut |report| throughput::first_calls(settings, sync, dir.path(), report));
     }
     report.wall = started.elapsed();
     report

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem::idempotent;
-use idem::store::PgStore;
+use idem::store::{AsyncStore, PgStore, RecordId, Reservation, Reserve};
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -19,8 +19,8 @@ use super::hand::{HandSchema, answer_existing, store_error};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
-    AMOUNT, Args, Check, Effects, Invoice, NAMESPACE, OTHER_AMOUNT, PERIOD, ToolError, body, conflict, cycling, fresh,
-    fresh_customers, in_progress, replayed, reserve_in_progress,
+    AMOUNT, Args, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, OTHER_AMOUNT, PERIOD, REQUEST_JSON, ToolError, body,
+    conflict, cycling, fresh, fresh_customers, in_progress, replayed, reserve_in_progress,
 };
 
 /// Where the benches find a server; the same variable as the PostgreSQL tests.
@@ -328,6 +328,39 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
         );
         report.rows.push(Row { store: store_name, call, baseline, pair, target });
     }
+    // The store's reservation alone on an existing record (the statement a replay runs and
+    // its decoding), against the same SELECT: which part of a replay's gap is the store's,
+    // and which the call path's around it.
+    let ids: Arc<Vec<String>> = Arc::new(busy.iter().map(|customer| format!("invoice:{customer}:{PERIOD}")).collect());
+    let (mut a, mut b) = (0usize, 0usize);
+    let pair = compare(
+        settings.plan(500),
+        |n| {
+            let (tools, ids) = (Arc::clone(&tools), Arc::clone(&ids));
+            let start = a;
+            a += n;
+            runtime
+                .block_on(runtime.spawn(async move {
+                    let started = Instant::now();
+                    for i in start..start + n {
+                        let id = RecordId { namespace: NAMESPACE, key: &ids[i % ids.len()] };
+                        let found =
+                            AsyncStore::reserve(&tools.store, Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE });
+                        assert!(matches!(black_box(found.await), Ok(Reservation::Existing(_))));
+                    }
+                    started.elapsed()
+                }))
+                .unwrap()
+        },
+        |n| timed_task(&runtime, hand, cycling(&busy, &mut b, n, AMOUNT), hand_repeat, in_progress),
+    );
+    report.rows.push(Row {
+        store: store_name,
+        call: "store.reserve alone, existing record",
+        baseline: select,
+        pair,
+        target: Target::None,
+    });
     let seeded = pool.len() as u64;
     assert_eq!(tools.effects.total(), idem_first_calls + seeded, "repeats must not run the body");
     assert_eq!(hand.effects.total(), hand_first_calls[0] + seeded);

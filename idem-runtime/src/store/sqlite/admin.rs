@@ -107,7 +107,7 @@ impl Admin for SqliteStore {
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
         // A new token is a new row (tokens are row ids), as in a take-over: the record is
         // deleted and written again, in progress with its lease ended now.
-        self.with_conn("reopen", |conn| {
+        self.with_write("reopen", |conn| {
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
             let settled: Option<(i64, String, i64)> = tx
                 .prepare_cached(SETTLED)
@@ -131,7 +131,7 @@ impl Admin for SqliteStore {
 impl SqliteStore {
     /// Runs an operator's change: [`StoreError::Fenced`] when it changed nothing.
     fn changed_one(&self, operation: &'static str, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
-        let changed = self.with_conn(operation, |conn| {
+        let changed = self.with_write(operation, |conn| {
             let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
             stmt.execute(params).map_err(backend)
         })?;
@@ -141,7 +141,7 @@ impl SqliteStore {
 
 impl PlantRecord for SqliteStore {
     fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
-        self.with_conn("plant", |conn| {
+        self.with_write("plant", |conn| {
             conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend)
         })
     }

@@ -44,9 +44,11 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use self::identity::Identity;
+use self::writers::{Shared, Writers, Written};
 use super::{
     Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
 };
+use rusqlite::types::Value;
 
 /// The schema version this code writes and reads.
 const SCHEMA_VERSION: i64 = 3;
@@ -146,7 +148,10 @@ const PURGE: &str = concat!(
 /// disk; SQLite's locks are unreliable on network file systems.
 ///
 /// Each operation borrows a connection from a small internal pool, so calls from several
-/// threads do not queue behind one connection.
+/// threads do not queue behind one connection. With full durability (the default), the
+/// reservations and completions that threads of one process make at the same moment share
+/// one commit, and so one disk sync; each call still returns only once its own write is on
+/// disk.
 ///
 /// # The file while the store is open
 ///
@@ -169,6 +174,8 @@ pub struct SqliteStore {
     options: open::Options,
     identity: Identity,
     idle: Mutex<Vec<Connection>>,
+    /// How this store's connections take turns at writing.
+    writers: Writers,
     /// The connection that set the file up, open until the store is dropped: while it is,
     /// the file's inode cannot be freed and given to a replacement, which would then pass
     /// for the file this store opened. The pool alone may hold no connection at times (a
@@ -192,20 +199,96 @@ impl SqliteStore {
         }
     }
 
-    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
-    /// it changed nothing, because the token no longer holds the record.
-    fn execute_fenced(
+    /// Runs `f`, which writes, on a pooled connection, in this store's turn to write (see
+    /// [`writers`]).
+    pub(super) fn with_write<T>(
         &self,
         operation: &'static str,
-        sql: &str,
-        params: impl rusqlite::Params,
-    ) -> Result<(), StoreError> {
-        let changed = self.with_conn(operation, |conn| {
-            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
-            stmt.execute(params).map_err(backend)
-        })?;
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with_conn(operation, |conn| {
+            let _turn = self.wait_turn()?;
+            f(conn)
+        })
+    }
+
+    /// This connection's turn to write, at `FULL`; see [`writers`] for why not at `NORMAL`.
+    fn wait_turn(&self) -> Result<Option<writers::Turn<'_>>, StoreError> {
+        if self.options.synchronous() != Synchronous::Full {
+            return Ok(None);
+        }
+        self.writers.wait_turn(self.options.busy_timeout()).map(Some)
+    }
+
+    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
+    /// it changed nothing, because the token no longer holds the record.
+    fn execute_fenced(&self, operation: &'static str, sql: &'static str, params: Vec<Value>) -> Result<(), StoreError> {
+        let (changed, _) = self.with_conn(operation, |conn| self.write(conn, Shared { sql, params, insert: false }))?;
         if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
     }
+
+    /// Runs `write`: at `FULL` in a commit shared with the other callers' writes of this
+    /// moment (see [`writers`]), which returns once that commit has; at `NORMAL` alone, on
+    /// `conn`.
+    fn write(&self, conn: &Connection, write: Shared) -> Written {
+        if self.options.synchronous() != Synchronous::Full {
+            return self.write_one(conn, &write);
+        }
+        self.writers.write_shared(write, self.options.busy_timeout(), |group| self.commit(conn, group))
+    }
+
+    /// One write, on its own or inside a transaction; a reservation checks its file first.
+    fn write_one(&self, conn: &Connection, write: &Shared) -> Written {
+        if write.insert {
+            self.check_file()?;
+        }
+        let changed = conn
+            .prepare_cached(write.sql)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(&write.params)))
+            .map_err(backend)?;
+        Ok((changed, if write.insert { conn.last_insert_rowid() } else { 0 }))
+    }
+
+    /// Commits `group` (the writes of several callers) in one transaction on `conn`: one
+    /// WAL sync for all of them. A write that fails alone (its statement is rolled back,
+    /// the transaction stays open) fails only its caller; when the transaction itself fails
+    /// (BEGIN, COMMIT, or an error that rolls it back), nothing of it was committed and
+    /// every write fails.
+    fn commit(&self, conn: &Connection, group: Vec<Shared>) -> Vec<Written> {
+        if let [write] = &group[..] {
+            return vec![self.write_one(conn, write)];
+        }
+        let all_failed = |why: &dyn std::fmt::Display| -> Vec<Written> {
+            group
+                .iter()
+                .map(|_| {
+                    Err(StoreError::Backend(format!("committing a group of {} writes: {why}", group.len()).into()))
+                })
+                .collect()
+        };
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            return all_failed(&e);
+        }
+        let mut written = Vec::with_capacity(group.len());
+        for write in &group {
+            written.push(self.write_one(conn, write));
+            if conn.is_autocommit() {
+                // The failure rolled the whole transaction back.
+                return all_failed(&"the transaction was rolled back by a failed write");
+            }
+        }
+        if let Err(e) = conn.execute_batch("COMMIT") {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            return all_failed(&e);
+        }
+        written
+    }
+}
+
+fn text(value: &str) -> Value {
+    Value::Text(value.to_owned())
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
@@ -253,14 +336,10 @@ impl Store for SqliteStore {
                 if let Some(record) = read_record(conn, id)? {
                     return Ok(Reservation::Existing(record));
                 }
-                self.check_file()?;
-                let inserted = conn
-                    .prepare_cached(INSERT)
-                    .and_then(|mut stmt| stmt.execute((id.namespace, id.key, request.request, lease)))
-                    .map_err(backend)?;
+                let params = vec![text(id.namespace), text(id.key), text(request.request), Value::Integer(lease)];
+                let (inserted, rowid) = self.write(conn, Shared { sql: INSERT, params, insert: true })?;
                 if inserted == 1 {
-                    // The connection is this call's alone until it is put back.
-                    let token = u64::try_from(conn.last_insert_rowid()).map_err(|e| StoreError::Backend(e.into()))?;
+                    let token = u64::try_from(rowid).map_err(|e| StoreError::Backend(e.into()))?;
                     return Ok(Reservation::Acquired { token: Token(token) });
                 }
                 // Lost a race to another caller's INSERT; its record may also be released
@@ -278,7 +357,7 @@ impl Store for SqliteStore {
 
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         let expired = i64::try_from(expired.0).map_err(|_| StoreError::Fenced)?;
-        self.with_conn("take over", |conn| {
+        self.with_write("take over", |conn| {
             self.check_file()?;
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(backend)?;
             let found: Option<(String, i64)> = tx
@@ -305,7 +384,10 @@ impl Store for SqliteStore {
     fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
         let token = i64::try_from(renewal.token.0).map_err(|_| StoreError::Fenced)?;
         let Renew { id, lease, progress, .. } = renewal;
-        self.execute_fenced("renew", RENEW, (token, id.namespace, id.key, duration_ms(lease), progress))
+        let progress = progress.map_or(Value::Null, text);
+        let params =
+            vec![Value::Integer(token), text(id.namespace), text(id.key), Value::Integer(duration_ms(lease)), progress];
+        self.execute_fenced("renew", RENEW, params)
     }
 
     fn complete(
@@ -321,17 +403,25 @@ impl Store for SqliteStore {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        self.execute_fenced("complete", COMPLETE, (state, result, token, id.namespace, id.key, duration_ms(retain)))
+        let params = vec![
+            text(state),
+            text(result),
+            Value::Integer(token),
+            text(id.namespace),
+            text(id.key),
+            Value::Integer(duration_ms(retain)),
+        ];
+        self.execute_fenced("complete", COMPLETE, params)
     }
 
     fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced("abandon", ABANDON, (token, id.namespace, id.key))
+        self.execute_fenced("abandon", ABANDON, vec![Value::Integer(token), text(id.namespace), text(id.key)])
     }
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        self.execute_fenced("release", RELEASE, (token, id.namespace, id.key))
+        self.execute_fenced("release", RELEASE, vec![Value::Integer(token), text(id.namespace), text(id.key)])
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
@@ -340,7 +430,7 @@ impl Store for SqliteStore {
 
     fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn("purge", |conn| {
+        self.with_write("purge", |conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
             stmt.execute([limit]).map_err(backend)
         })
@@ -357,6 +447,7 @@ mod pool;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;
+mod writers;
 
 pub use open::{SqliteStoreBuilder, Synchronous};
 pub use transaction::{Transacted, TransactionError};

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use super::identity::{FileId, Identity};
+use super::writers::Writers;
 use super::{SCHEMA_VERSION, SqliteStore, backend};
 use crate::store::StoreError;
 
@@ -122,7 +123,13 @@ impl SqliteStoreBuilder {
         let identity =
             identity.and_then(|identity| identity.check_connection(&anchor, &options.path).map(|()| identity));
         let identity = identity.map_err(|e| named(e, &options.path))?;
-        Ok(SqliteStore { options, identity, idle: Mutex::new(Vec::new()), anchor: Mutex::new(anchor) })
+        Ok(SqliteStore {
+            options,
+            identity,
+            idle: Mutex::new(Vec::new()),
+            writers: Writers::default(),
+            anchor: Mutex::new(anchor),
+        })
     }
 }
 
@@ -154,6 +161,15 @@ impl SqliteStore {
 }
 
 impl Options {
+    pub(super) fn synchronous(&self) -> Synchronous {
+        self.synchronous
+    }
+
+    /// How long an operation waits for other writers.
+    pub(super) fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
     fn create_parent(&self) -> Result<(), StoreError> {
         let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) else {
             return Ok(());

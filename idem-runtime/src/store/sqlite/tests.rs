@@ -357,3 +357,58 @@ fn settling_clears_the_progress_column() {
         raw(&path).query_row("SELECT count(*) FROM idem_records WHERE progress NOTNULL", [], |r| r.get(0)).unwrap();
     assert_eq!(left, 0, "no settled row may keep a progress message");
 }
+
+fn insert(key: &str) -> Shared {
+    let params = vec![text("sqlite-test"), text(key), text("{}"), Value::Integer(60_000)];
+    Shared { sql: INSERT, params, insert: true }
+}
+
+/// A group's writes commit together; one that fails alone (here a statement SQLite cannot
+/// prepare) fails only its own caller, and the others are committed.
+#[test]
+fn a_group_commits_its_writes_and_a_failing_one_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("group.db")).unwrap();
+    let bad = Shared { sql: "UPDATE no_such_table SET x = 1", params: Vec::new(), insert: false };
+    let written = store.with_conn("test", |conn| Ok(store.commit(conn, vec![insert("a"), bad, insert("b")]))).unwrap();
+    assert!(matches!(written[0], Ok((1, _))), "{written:?}");
+    assert!(written[1].is_err(), "{written:?}");
+    assert!(matches!(written[2], Ok((1, _))), "{written:?}");
+    let (Ok((_, a)), Ok((_, b))) = (&written[0], &written[2]) else { unreachable!() };
+    assert!(a < b, "each insert answers its own row id: {written:?}");
+    for key in ["a", "b"] {
+        assert!(matches!(reserve(&store, key), Reservation::Existing(_)), "{key} was committed");
+    }
+    // A repeat in a later group inserts nothing.
+    let again = store.with_conn("test", |conn| Ok(store.commit(conn, vec![insert("a"), insert("c")]))).unwrap();
+    assert!(matches!(again[..], [Ok((0, _)), Ok((1, _))]), "{again:?}");
+}
+
+/// Many threads' first calls at `FULL` share commits, and every reservation and completion
+/// lands.
+#[test]
+fn concurrent_writes_share_commits_and_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("shared.db")).unwrap();
+    let store = &store;
+    let (threads, per_thread) = (8, 50);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                for i in 0..per_thread {
+                    let key = format!("k{t}-{i}");
+                    let Reservation::Acquired { token } = reserve(store, &key) else { panic!("{key} was taken") };
+                    store.complete(id(&key), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+                }
+            });
+        }
+    });
+    for t in 0..threads {
+        for i in 0..per_thread {
+            let key = format!("k{t}-{i}");
+            assert!(matches!(store.read(id(&key)).unwrap().unwrap().state, RecordState::Completed { .. }), "{key}");
+        }
+    }
+    let shared = store.writers.shared.load(Ordering::Relaxed);
+    assert!(shared > 0, "of {} writes none shared a commit", threads * per_thread * 2);
+}

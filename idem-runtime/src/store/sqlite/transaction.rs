@@ -228,7 +228,7 @@ impl SqliteStore {
     {
         let request = canonical_request(id, compare)?;
         let mut body = Some(body);
-        let ran = self.with_conn("begin", |conn| Ok(self.transact(conn, id, &request, retain, &mut body)));
+        let ran = self.with_write("begin", |conn| Ok(self.transact(conn, id, &request, retain, &mut body)));
         ran.map_err(|e| TransactionError::Idem(unavailable(id, &e)))?
     }
 

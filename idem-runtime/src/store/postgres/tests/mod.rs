@@ -104,6 +104,39 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     crate::testing::conformance::check_admin(|| db.store());
 }
 
+/// The same checks with every reservation reading first (what a store does after a
+/// stretch of repeats), so that both ways of reserving keep every promise.
+#[test]
+fn passes_the_conformance_checks_reading_first() {
+    let Some(db) = TestDb::get("passes_the_conformance_checks_reading_first") else { return };
+    let reading_first = || {
+        let store = db.store();
+        store.inner.repeats.always_read_first.store(true, Ordering::Relaxed);
+        store
+    };
+    check_store(reading_first);
+    check_async_store(reading_first);
+}
+
+/// A stretch of repeats turns reservations to reading first; a stretch of first calls
+/// turns them back; every answer stays what it was.
+#[test]
+fn reservations_read_first_after_repeats_and_not_after_first_calls() {
+    let Some(db) = TestDb::get("reservations_read_first_after_repeats_and_not_after_first_calls") else { return };
+    let store = db.store();
+    assert!(matches!(reserve(&store, "repeated"), Ok(Reservation::Acquired { .. })));
+    for _ in 0..20 {
+        assert!(matches!(reserve(&store, "repeated"), Ok(Reservation::Existing(_))));
+    }
+    assert!(store.inner.repeats.read_first());
+    for i in 0..20 {
+        let key = format!("new-{i}");
+        assert!(matches!(reserve(&store, &key), Ok(Reservation::Acquired { .. })), "{key}");
+    }
+    assert!(!store.inner.repeats.read_first());
+    assert!(matches!(reserve(&store, "new-0"), Ok(Reservation::Existing(_))));
+}
+
 #[test]
 fn passes_the_conformance_checks_through_the_async_entry() {
     let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_async_entry") else { return };
