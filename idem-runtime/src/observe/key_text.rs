@@ -45,9 +45,8 @@ pub fn key_hash(key: &str) -> String {
 
 /// A key as telemetry shows it; formatted (and hashed) only when a subscriber takes the
 /// event or span.
-#[doc(hidden)]
 #[derive(Clone, Copy)]
-pub struct TelemetryKey<'a>(&'a str);
+pub(crate) struct TelemetryKey<'a>(&'a str);
 
 impl<'a> TelemetryKey<'a> {
     /// A call without a key (INVALID_KEY): shown as empty.

@@ -17,8 +17,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tracing::field::DisplayValue;
-
 use crate::error::ErrorCode;
 use crate::key::Key;
 use crate::scope::{Scope, Scoped, in_scope};
@@ -27,7 +25,7 @@ pub(crate) use counters::Counters;
 pub use counters::{ToolMetrics, metrics};
 #[cfg(feature = "metrics")]
 pub use facade::describe_metrics;
-pub use key_text::TelemetryKey;
+pub(crate) use key_text::TelemetryKey;
 pub use key_text::{KeyInTelemetry, key_hash, set_key_in_telemetry};
 pub(crate) use observed_call::ObservedCall;
 pub(crate) use observer::notify;
@@ -41,21 +39,17 @@ pub use observer::{
 #[derive(Debug)]
 pub struct Instruments {
     pub(crate) counters: Counters,
-    pub(crate) open_span: OpenSpan,
+    pub(crate) span: &'static tracing::callsite::DefaultCallsite,
     #[cfg(feature = "metrics")]
     pub(crate) series: facade::SeriesKeys,
 }
 
-/// Opens a tool's span, given its namespace and its call's key.
-#[doc(hidden)]
-pub type OpenSpan = fn(&'static str, Option<DisplayValue<TelemetryKey<'_>>>) -> tracing::Span;
-
 impl Instruments {
     /// Zero counts and the tool's span opener; usable in a `static`.
-    pub const fn new(open_span: OpenSpan) -> Self {
+    pub const fn new(span: &'static tracing::callsite::DefaultCallsite) -> Self {
         Instruments {
             counters: Counters::new(),
-            open_span,
+            span,
             #[cfg(feature = "metrics")]
             series: facade::SeriesKeys::new(),
         }

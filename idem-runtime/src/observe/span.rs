@@ -2,46 +2,94 @@
 //! reservation, entered around everything the call does, and given its outcome last.
 
 use tracing::Span;
+use tracing::callsite::{Callsite, DefaultCallsite};
+use tracing::field::{DisplayValue, Field, Value};
 
-use super::conventions::{ERROR_TYPE, EXECUTE_TOOL, KEY, LATE_OUTCOME, NAMESPACE, OTEL_STATUS_CODE, OUTCOME};
+use super::conventions::{
+    ERROR_TYPE, EXECUTE_TOOL, KEY, LATE_OUTCOME, NAMESPACE, OTEL_STATUS_CODE, OUTCOME, SPAN_FIELDS, TOOL_TYPE_FUNCTION,
+};
 use super::{Failure, Outcome, Subject, TelemetryKey};
 use crate::key::Key;
 
 /// Builds a tool's [`Instruments`](super::Instruments) in its `static`: the span's
-/// callsite has to be a static of its own, named `execute_tool <tool>` at compile time,
-/// so the expansion instantiates `tracing`'s own macro here (its cheap "nobody listens"
-/// check included) rather than idem building spans by hand.
+/// callsite has to be a static of its own, named `execute_tool <tool>` at compile time.
+/// Only the two statics are expanded in the tool's crate (metadata and callsite, the
+/// fields being [`SPAN_FIELDS`](super::conventions::SPAN_FIELDS)); the runtime builds the
+/// span, so that each tool costs its crate little to compile.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __idem_instruments {
     ($name:literal) => {{
-        fn open(
-            namespace: &'static str,
-            key: ::core::option::Option<$crate::__private::tracing::field::DisplayValue<$crate::__private::TelemetryKey<'_>>>,
-        ) -> $crate::__private::tracing::Span {
-            $crate::__private::tracing::span!(
-                target: "idem",
-                $crate::__private::tracing::Level::INFO,
-                ::core::concat!("execute_tool ", $name),
-                "otel.kind" = "internal",
-                "gen_ai.operation.name" = "execute_tool",
-                "gen_ai.tool.name" = $name,
-                "gen_ai.tool.type" = "function",
-                "gen_ai.tool.call.id" = $crate::__private::tracing::field::Empty,
-                "idem.namespace" = namespace,
-                "idem.key" = key,
-                "idem.outcome" = $crate::__private::tracing::field::Empty,
-                "error.type" = $crate::__private::tracing::field::Empty,
-                "otel.status_code" = $crate::__private::tracing::field::Empty,
-                "idem.lease_token" = $crate::__private::tracing::field::Empty,
-                "idem.reserve_us" = $crate::__private::tracing::field::Empty,
-                "idem.body_us" = $crate::__private::tracing::field::Empty,
-                "idem.settle_us" = $crate::__private::tracing::field::Empty,
-                "idem.late_outcome" = $crate::__private::tracing::field::Empty,
-            )
-        }
-        $crate::__private::Instruments::new(open)
+        use $crate::__private::tracing as __tracing;
+        static META: __tracing::Metadata<'static> = __tracing::Metadata::new(
+            ::core::concat!("execute_tool ", $name),
+            "idem",
+            __tracing::Level::INFO,
+            ::core::option::Option::Some(::core::file!()),
+            ::core::option::Option::Some(::core::line!()),
+            ::core::option::Option::Some(::core::module_path!()),
+            __tracing::field::FieldSet::new(
+                &$crate::__private::SPAN_FIELDS,
+                __tracing::callsite::Identifier(&CALLSITE),
+            ),
+            __tracing::metadata::Kind::SPAN,
+        );
+        static CALLSITE: __tracing::callsite::DefaultCallsite = __tracing::callsite::DefaultCallsite::new(&META);
+        $crate::__private::Instruments::new(&CALLSITE)
     }};
+}
+
+/// Opens the span of a tool's call: `None` unless a subscriber takes it.
+pub(super) fn open_span(
+    callsite: &'static DefaultCallsite,
+    namespace: &'static str,
+    key: Option<DisplayValue<TelemetryKey<'_>>>,
+) -> Option<Span> {
+    let meta = callsite.metadata();
+    let interest = callsite.interest();
+    if interest.is_never() || !(interest.is_always() || tracing::dispatcher::get_default(|d| d.enabled(meta))) {
+        return None;
+    }
+    let fields = meta.fields();
+    let mut declared = fields.iter();
+    let mut next = || declared.next().expect("the callsite declares SPAN_FIELDS");
+    let fields_in_order: [Field; SPAN_FIELDS.len()] = std::array::from_fn(|_| next());
+    let [
+        kind,
+        operation,
+        tool,
+        tool_type,
+        call_id,
+        ns,
+        key_field,
+        outcome,
+        error,
+        status,
+        token,
+        reserve,
+        body,
+        settle,
+        late,
+    ] = &fields_in_order;
+    let tool_name = meta.name().strip_prefix("execute_tool ").unwrap_or_default();
+    let values: [(&Field, Option<&dyn Value>); SPAN_FIELDS.len()] = [
+        (kind, Some(&"internal")),
+        (operation, Some(&EXECUTE_TOOL)),
+        (tool, Some(&tool_name)),
+        (tool_type, Some(&TOOL_TYPE_FUNCTION)),
+        (call_id, None),
+        (ns, Some(&namespace)),
+        (key_field, key.as_ref().map(|key| key as &dyn Value)),
+        (outcome, None),
+        (error, None),
+        (status, None),
+        (token, None),
+        (reserve, None),
+        (body, None),
+        (settle, None),
+        (late, None),
+    ];
+    Some(Span::new(meta, &fields.value_set(&values)))
 }
 
 /// A call's span, and whether idem opened it.
@@ -72,8 +120,8 @@ impl CallSpan {
             current.record(KEY, key.clone());
             return Some(CallSpan { span: current, outer: true });
         }
-        let span = (subject.instruments.open_span)(subject.namespace, key);
-        (!span.is_disabled()).then_some(CallSpan { span, outer: false })
+        let span = open_span(subject.instruments.span, subject.namespace, key)?;
+        Some(CallSpan { span, outer: false })
     }
 
     /// The answer's outcome, and its error type on an error answer.
