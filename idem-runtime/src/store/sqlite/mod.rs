@@ -44,7 +44,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use self::identity::Identity;
-use self::writers::{Shared, Writers, Written};
+use self::write::text;
+use self::writers::{Shared, Writers};
 use super::{
     Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms,
 };
@@ -198,97 +199,6 @@ impl SqliteStore {
             other => other,
         }
     }
-
-    /// Runs `f`, which writes, on a pooled connection, in this store's turn to write (see
-    /// [`writers`]).
-    pub(super) fn with_write<T>(
-        &self,
-        operation: &'static str,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.with_conn(operation, |conn| {
-            let _turn = self.wait_turn()?;
-            f(conn)
-        })
-    }
-
-    /// This connection's turn to write, at `FULL`; see [`writers`] for why not at `NORMAL`.
-    fn wait_turn(&self) -> Result<Option<writers::Turn<'_>>, StoreError> {
-        if self.options.synchronous() != Synchronous::Full {
-            return Ok(None);
-        }
-        self.writers.wait_turn(self.options.busy_timeout()).map(Some)
-    }
-
-    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
-    /// it changed nothing, because the token no longer holds the record.
-    fn execute_fenced(&self, operation: &'static str, sql: &'static str, params: Vec<Value>) -> Result<(), StoreError> {
-        let (changed, _) = self.with_conn(operation, |conn| self.write(conn, Shared { sql, params, insert: false }))?;
-        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
-    }
-
-    /// Runs `write`: at `FULL` in a commit shared with the other callers' writes of this
-    /// moment (see [`writers`]), which returns once that commit has; at `NORMAL` alone, on
-    /// `conn`.
-    fn write(&self, conn: &Connection, write: Shared) -> Written {
-        if self.options.synchronous() != Synchronous::Full {
-            return self.write_one(conn, &write);
-        }
-        self.writers.write_shared(write, self.options.busy_timeout(), |group| self.commit(conn, group))
-    }
-
-    /// One write, on its own or inside a transaction; a reservation checks its file first.
-    fn write_one(&self, conn: &Connection, write: &Shared) -> Written {
-        if write.insert {
-            self.check_file()?;
-        }
-        let changed = conn
-            .prepare_cached(write.sql)
-            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(&write.params)))
-            .map_err(backend)?;
-        Ok((changed, if write.insert { conn.last_insert_rowid() } else { 0 }))
-    }
-
-    /// Commits `group` (the writes of several callers) in one transaction on `conn`: one
-    /// WAL sync for all of them. A write that fails alone (its statement is rolled back,
-    /// the transaction stays open) fails only its caller; when the transaction itself fails
-    /// (BEGIN, COMMIT, or an error that rolls it back), nothing of it was committed and
-    /// every write fails.
-    fn commit(&self, conn: &Connection, group: Vec<Shared>) -> Vec<Written> {
-        if let [write] = &group[..] {
-            return vec![self.write_one(conn, write)];
-        }
-        let all_failed = |why: &dyn std::fmt::Display| -> Vec<Written> {
-            group
-                .iter()
-                .map(|_| {
-                    Err(StoreError::Backend(format!("committing a group of {} writes: {why}", group.len()).into()))
-                })
-                .collect()
-        };
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            return all_failed(&e);
-        }
-        let mut written = Vec::with_capacity(group.len());
-        for write in &group {
-            written.push(self.write_one(conn, write));
-            if conn.is_autocommit() {
-                // The failure rolled the whole transaction back.
-                return all_failed(&"the transaction was rolled back by a failed write");
-            }
-        }
-        if let Err(e) = conn.execute_batch("COMMIT") {
-            if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            return all_failed(&e);
-        }
-        written
-    }
-}
-
-fn text(value: &str) -> Value {
-    Value::Text(value.to_owned())
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
@@ -447,6 +357,7 @@ mod pool;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;
+mod write;
 mod writers;
 
 pub use open::{SqliteStoreBuilder, Synchronous};
