@@ -67,20 +67,26 @@ where
     };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let reserve = Reserve { id, request: &request, lease: tool.lease };
-    let step = decide(tool, &key, &request, store.reserve(reserve).await, H::PRESENT);
-    watch.reserved();
-    let token = match step {
+    let token = match decide(tool, &key, &request, store.reserve(reserve).await, H::PRESENT) {
         Step::Run(token) => token,
-        Step::Answer(outcome, answer) => return answered(tool, key, outcome, answer, policy, Phase::Reserve),
+        Step::Answer(outcome, answer) => {
+            watch.reserved();
+            return answered(tool, key, outcome, answer, policy, Phase::Reserve);
+        }
         Step::Reconcile { expired, since_ms } => {
             notify(tool.subject(), &key, Phase::Reserve, Happened::FoundAbandoned);
             let abandoned = Abandoned { key: key.clone(), request: request.clone(), since_ms };
             match reconcile(tool, store, id, expired, abandoned, hook).await {
                 Ok(token) => token,
-                Err((outcome, answer)) => return answered(tool, key, outcome, answer, policy, Phase::Reconcile),
+                Err((outcome, answer)) => {
+                    watch.reserved();
+                    return answered(tool, key, outcome, answer, policy, Phase::Reconcile);
+                }
             }
         }
     };
+    // The reservation's time includes a take-over and the reconcile hook.
+    watch.reserved();
     if tool.serves_tasks
         && let Some(timeout) = tool.timeout
     {
