@@ -33,8 +33,8 @@ pub use observer::{
     AbandonedBy, Happened, LifecycleEvent, Observer, ObserverId, Phase, Verdict, add_observer, remove_observer,
 };
 
-/// What observation keeps of one tool, in the tool's `static`: its counters and the
-/// opener of its span. Built by the expansion with `__idem_instruments!`.
+/// What observation keeps of one tool, in the tool's `static`: its counters and its
+/// span's callsite. Built by the expansion with `__idem_instruments!`.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Instruments {
@@ -45,7 +45,7 @@ pub struct Instruments {
 }
 
 impl Instruments {
-    /// Zero counts and the tool's span opener; usable in a `static`.
+    /// Zero counts and the tool's span callsite; usable in a `static`.
     pub const fn new(span: &'static tracing::callsite::DefaultCallsite) -> Self {
         Instruments {
             counters: Counters::new(),
