@@ -133,3 +133,25 @@ fn without_a_hook_an_abandoned_call_is_found_and_answered_unknown() {
     });
     assert_eq!(events, [("void:1".to_owned(), Phase::Reserve, Happened::FoundAbandoned)]);
 }
+
+#[idempotent(key = "shape:<order>", store = store, namespace = "telemetry::shape")]
+fn shape_as_text(store: &MemoryStore, order: u32) -> Result<String, idem::Error> {
+    Ok(format!("order {order}"))
+}
+
+/// The same records, read as another type: a stored result that no longer fits.
+#[idempotent(key = "shape:<order>", store = store, namespace = "telemetry::shape")]
+fn shape_as_number(store: &MemoryStore, order: u32) -> Result<u32, idem::Error> {
+    Ok(order)
+}
+
+#[test]
+fn a_stored_result_that_no_longer_reads_is_not_told_as_a_replay() {
+    let store = MemoryStore::new();
+    let events = watching("telemetry::shape", || {
+        shape_as_text(&store, 1).unwrap();
+        assert_eq!(shape_as_number(&store, 1).unwrap_err().code(), idem::ErrorCode::RecordUnreadable);
+        shape_as_text(&store, 1).unwrap();
+    });
+    assert_eq!(events, [("shape:1".to_owned(), Phase::Reserve, Happened::Replayed)], "only the real replay");
+}

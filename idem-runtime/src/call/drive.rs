@@ -212,17 +212,6 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
     policy: &P,
     phase: Phase,
 ) -> Ran<O> {
-    let happened = match (outcome, phase) {
-        (Outcome::Replayed, _) => Some(Happened::Replayed),
-        (Outcome::Conflict, _) => Some(Happened::Conflict),
-        (Outcome::InProgress, _) => Some(Happened::InProgress),
-        // Without a reconcile hook, an abandoned reservation is answered at once.
-        (Outcome::Unknown, Phase::Reserve) => Some(Happened::FoundAbandoned),
-        _ => None,
-    };
-    if let Some(happened) = happened {
-        notify(tool.subject(), &key, phase, happened);
-    }
     let unreadable_record =
         |error: Error| (Outcome::Unreadable, Some(Failure::Idem(error.code())), O::from_error(error));
     let (outcome, failure, output) = match answer {
@@ -250,6 +239,18 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
             ),
         },
     };
+    // Told of the answer given: a replay whose stored result no longer reads is no replay.
+    let happened = match (outcome, phase) {
+        (Outcome::Replayed, _) => Some(Happened::Replayed),
+        (Outcome::Conflict, _) => Some(Happened::Conflict),
+        (Outcome::InProgress, _) => Some(Happened::InProgress),
+        // Without a reconcile hook, an abandoned reservation is answered at once.
+        (Outcome::Unknown, Phase::Reserve) => Some(Happened::FoundAbandoned),
+        _ => None,
+    };
+    if let Some(happened) = happened {
+        notify(tool.subject(), &key, phase, happened);
+    }
     Ran { output, key: Some(key), outcome, failure }
 }
 
