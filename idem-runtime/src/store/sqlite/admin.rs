@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
+use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{SqliteStore, TAKE_OVER_DELETE, TAKE_OVER_INSERT, backend, duration_ms, read_record};
+use super::write::text;
+use super::{SqliteStore, backend, duration_ms, read_record, reissue};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 use crate::testing::conformance::PlantRecord;
 
@@ -97,11 +99,12 @@ impl Admin for SqliteStore {
     }
 
     fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
-        self.changed_one("resolve", SET_DONE, params![result, duration_ms(retain), id.namespace, id.key])
+        let retain = Value::Integer(duration_ms(retain));
+        self.execute_fenced("resolve", SET_DONE, vec![text(result), retain, text(id.namespace), text(id.key)])
     }
 
     fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        self.changed_one("resolve", RELEASE_ANY, params![id.namespace, id.key])
+        self.execute_fenced("resolve", RELEASE_ANY, vec![text(id.namespace), text(id.key)])
     }
 
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
@@ -116,26 +119,9 @@ impl Admin for SqliteStore {
                 })
                 .map_err(backend)?;
             let Some((token, request, created_at_ms)) = settled else { return Err(StoreError::Fenced) };
-            tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([token])).map_err(backend)?;
-            let insert = tx.prepare_cached(TAKE_OVER_INSERT);
-            insert
-                .and_then(|mut stmt| {
-                    stmt.query_row((id.namespace, id.key, request, created_at_ms, 0), |row| row.get::<_, i64>(0))
-                })
-                .map_err(backend)?;
+            reissue(&tx, token, id, &request, created_at_ms, 0)?;
             tx.commit().map_err(backend)
         })
-    }
-}
-
-impl SqliteStore {
-    /// Runs an operator's change: [`StoreError::Fenced`] when it changed nothing.
-    fn changed_one(&self, operation: &'static str, sql: &str, params: impl rusqlite::Params) -> Result<(), StoreError> {
-        let changed = self.with_write(operation, |conn| {
-            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
-            stmt.execute(params).map_err(backend)
-        })?;
-        if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
     }
 }
 

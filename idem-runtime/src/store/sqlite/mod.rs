@@ -201,6 +201,21 @@ impl SqliteStore {
     }
 }
 
+/// Gives the in-progress record `token` holds a new, larger token (a new row: tokens are
+/// row ids), its lease ending `lease_ms` from now: a take-over, or an operator's reopen.
+fn reissue(
+    tx: &Transaction<'_>,
+    token: i64,
+    id: RecordId<'_>,
+    request: &str,
+    created_at_ms: i64,
+    lease_ms: i64,
+) -> Result<i64, StoreError> {
+    tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([token])).map_err(backend)?;
+    let mut insert = tx.prepare_cached(TAKE_OVER_INSERT).map_err(backend)?;
+    insert.query_row((id.namespace, id.key, request, created_at_ms, lease_ms), |row| row.get(0)).map_err(backend)
+}
+
 fn backend(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(error))
 }
@@ -279,13 +294,7 @@ impl Store for SqliteStore {
             let Some((request, created_at_ms)) = found else {
                 return Err(StoreError::Fenced);
             };
-            tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([expired])).map_err(backend)?;
-            let token: i64 = tx
-                .prepare_cached(TAKE_OVER_INSERT)
-                .and_then(|mut stmt| {
-                    stmt.query_row((id.namespace, id.key, request, created_at_ms, duration_ms(lease)), |row| row.get(0))
-                })
-                .map_err(backend)?;
+            let token = reissue(&tx, expired, id, &request, created_at_ms, duration_ms(lease))?;
             tx.commit().map_err(backend)?;
             u64::try_from(token).map(Token).map_err(|e| StoreError::Backend(e.into()))
         })

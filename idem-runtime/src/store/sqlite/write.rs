@@ -31,8 +31,9 @@ impl SqliteStore {
         self.writers.wait_turn(self.options.busy_timeout()).map(Some)
     }
 
-    /// Runs a statement that changes the record held by a token: [`StoreError::Fenced`] when
-    /// it changed nothing, because the token no longer holds the record.
+    /// Runs a statement that changes one record, if it still is as the statement expects
+    /// (held by a token, or in the state an operator's change is for): [`StoreError::Fenced`]
+    /// when it changed nothing.
     pub(super) fn execute_fenced(
         &self,
         operation: &'static str,
