@@ -68,19 +68,25 @@ pub fn compare(plan: Plan, mut idem: impl Side, mut base: impl Side) -> Pair {
     let mut pair = Pair { idem: Vec::with_capacity(plan.rounds), base: Vec::with_capacity(plan.rounds) };
     for round in 0..plan.warmup + plan.rounds {
         let per_op = |d: Duration| d.as_nanos() as f64 / plan.batch as f64;
-        let (a, b) = if round % 2 == 0 {
-            let a = per_op(idem.batch(plan.batch));
-            (a, per_op(base.batch(plan.batch)))
-        } else {
-            let b = per_op(base.batch(plan.batch));
-            (per_op(idem.batch(plan.batch)), b)
-        };
+        let (a, b) = in_turn(round % 2 == 0, || per_op(idem.batch(plan.batch)), || per_op(base.batch(plan.batch)));
         if round >= plan.warmup {
             pair.idem.push(a);
             pair.base.push(b);
         }
     }
     pair
+}
+
+/// Runs both sides, `idem` first when `idem_first`, and returns their results in that
+/// order: alternating who goes first spreads the machine's drift over both sides.
+pub fn in_turn<A, B>(idem_first: bool, idem: impl FnOnce() -> A, base: impl FnOnce() -> B) -> (A, B) {
+    if idem_first {
+        let a = idem();
+        (a, base())
+    } else {
+        let b = base();
+        (idem(), b)
+    }
 }
 
 /// The `q` quantile (0..=1) of `values`, interpolating between neighbours.

@@ -127,13 +127,7 @@ pub fn throughput(settings: &Settings, sync: Synchronous, dir: &Path, report: &m
                 exactly_once(&effects);
                 result
             };
-            let (idem_result, hand_result) = if (repetition + slot) % 2 == 0 {
-                let i = idem_run();
-                (i, hand_run())
-            } else {
-                let h = hand_run();
-                (idem_run(), h)
-            };
+            let (idem_result, hand_result) = harness::in_turn((repetition + slot) % 2 == 0, idem_run, hand_run);
             rates[slot].0.push(calls / idem_result.seconds);
             rates[slot].1.push(calls / hand_result.seconds);
             let total = &mut answers[slot];
@@ -288,13 +282,7 @@ pub fn first_calls(settings: &Settings, sync: Synchronous, dir: &Path, report: &
                 exactly_once(&effects);
                 result
             };
-            let (idem_result, hand_result) = if (repetition + slot) % 2 == 0 {
-                let i = idem_run();
-                (i, hand_run())
-            } else {
-                let h = hand_run();
-                (idem_run(), h)
-            };
+            let (idem_result, hand_result) = harness::in_turn((repetition + slot) % 2 == 0, idem_run, hand_run);
             runs[slot].0.push(idem_result);
             runs[slot].1.push(hand_result);
         }
