@@ -23,6 +23,8 @@ mod default_store;
 mod error_serde;
 #[path = "edges/namespaces.rs"]
 mod namespaces;
+#[path = "edges/pg.rs"]
+mod pg;
 #[path = "edges/pg_faults.rs"]
 mod pg_faults;
 #[path = "edges/replay_marker.rs"]

@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use idem::store::postgres::tokio_postgres;
+
+use crate::pg::drop_schema;
 use idem::{ErrorCode, Outcome, PgStore, idempotent};
 
 /// The stores' `operation_timeout` here.
@@ -188,16 +190,6 @@ fn pump(mut from: TcpStream, mut to: TcpStream, stalled: &AtomicBool) {
         }
     }
     let _ = to.shutdown(Shutdown::Write);
-}
-
-/// Drops a test schema at the end, through a connection of its own.
-fn drop_schema(url: &str, schema: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.unwrap();
-    });
 }
 
 #[test]

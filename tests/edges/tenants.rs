@@ -96,11 +96,7 @@ fn tenants_on_postgres_stay_apart() {
     let store = idem::PgStore::builder(&url).schema(&schema).build().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(two_tenants_stay_apart(&store));
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
-    });
+    crate::pg::drop_schema(&url, &schema);
 }
 
 #[test]

@@ -92,10 +92,5 @@ fn an_unknown_state_in_postgres_is_record_unreadable() {
     store.plant_state(RecordId { namespace: NAMESPACE, key: KEY }, "paused").unwrap();
     assert_unreadable(&store);
     drop(store);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
-    });
+    crate::pg::drop_schema(&url, &schema);
 }
