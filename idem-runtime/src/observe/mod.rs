@@ -32,6 +32,9 @@ pub(crate) use observer::notify;
 pub use observer::{
     AbandonedBy, Happened, LifecycleEvent, Observer, ObserverId, Phase, Verdict, add_observer, remove_observer,
 };
+#[cfg(feature = "http")]
+pub(crate) use span::NamedAtRuntime;
+pub use span::SpanCallsite;
 
 /// What observation keeps of one tool, in the tool's `static`: its counters and its
 /// span's callsite. Built by the expansion with `__idem_instruments!`.
@@ -39,14 +42,14 @@ pub use observer::{
 #[derive(Debug)]
 pub struct Instruments {
     pub(crate) counters: Counters,
-    pub(crate) span: &'static tracing::callsite::DefaultCallsite,
+    pub(crate) span: SpanCallsite,
     #[cfg(feature = "metrics")]
     pub(crate) series: facade::SeriesKeys,
 }
 
 impl Instruments {
     /// Zero counts and the tool's span callsite; usable in a `static`.
-    pub const fn new(span: &'static tracing::callsite::DefaultCallsite) -> Self {
+    pub const fn new(span: SpanCallsite) -> Self {
         Instruments {
             counters: Counters::new(),
             span,

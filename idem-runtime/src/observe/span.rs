@@ -1,9 +1,14 @@
 //! The `execute_tool <tool>` span of one call: opened (or an outer one reused) before the
 //! reservation, entered around everything the call does, and given its outcome last.
 
-use tracing::Span;
-use tracing::callsite::{Callsite, DefaultCallsite};
-use tracing::field::{DisplayValue, Field, Value};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use tracing::callsite::{Callsite, DefaultCallsite, Identifier};
+use tracing::field::{DisplayValue, Field, FieldSet, Value};
+use tracing::metadata::Kind;
+use tracing::subscriber::Interest;
+use tracing::{Level, Metadata, Span};
 
 use super::conventions::{
     ERROR_TYPE, EXECUTE_TOOL, KEY, LATE_OUTCOME, NAMESPACE, OTEL_STATUS_CODE, OUTCOME, SPAN_FIELDS, TOOL_TYPE_FUNCTION,
@@ -35,13 +40,91 @@ macro_rules! __idem_instruments {
             __tracing::metadata::Kind::SPAN,
         );
         static CALLSITE: __tracing::callsite::DefaultCallsite = __tracing::callsite::DefaultCallsite::new(&META);
-        $crate::__private::Instruments::new(&CALLSITE)
+        $crate::__private::Instruments::new($crate::__private::SpanCallsite::Static(&CALLSITE))
     }};
+}
+
+/// Where a tool's span comes from: a static callsite named at compile time (every
+/// `#[idempotent]` tool), or one named at run time (an HTTP layer, named when it is built).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum SpanCallsite {
+    /// `__idem_instruments!`'s static callsite.
+    Static(&'static DefaultCallsite),
+    /// A callsite leaked once per named layer.
+    Runtime(&'static NamedAtRuntime),
+}
+
+impl SpanCallsite {
+    fn metadata(self) -> &'static Metadata<'static> {
+        match self {
+            SpanCallsite::Static(callsite) => callsite.metadata(),
+            SpanCallsite::Runtime(callsite) => callsite.metadata(),
+        }
+    }
+
+    fn interest(self) -> Interest {
+        match self {
+            SpanCallsite::Static(callsite) => callsite.interest(),
+            SpanCallsite::Runtime(callsite) => callsite.interest(),
+        }
+    }
+}
+
+/// A span callsite whose name is known only at run time. `tracing`'s own callsites are
+/// statics whose metadata names them, a cycle only statics can tie; this one is leaked
+/// first and given its metadata after, so it stays safe code. Build one per name, once.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct NamedAtRuntime {
+    meta: OnceLock<Metadata<'static>>,
+    /// 0: never, 1: sometimes, 2: always, as the subscribers last said.
+    interest: AtomicU8,
+}
+
+impl NamedAtRuntime {
+    /// A registered callsite for the span `execute_tool <tool>` (the name is leaked too).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn leak(tool: &str) -> &'static NamedAtRuntime {
+        let callsite: &'static NamedAtRuntime =
+            Box::leak(Box::new(NamedAtRuntime { meta: OnceLock::new(), interest: AtomicU8::new(1) }));
+        let name: &'static str = Box::leak(format!("{EXECUTE_TOOL} {tool}").into_boxed_str());
+        let fields = FieldSet::new(&SPAN_FIELDS, Identifier(callsite));
+        let meta = Metadata::new(name, "idem", Level::INFO, None, None, None, fields, Kind::SPAN);
+        callsite.meta.set(meta).expect("a new callsite has no metadata yet");
+        tracing::callsite::register(callsite);
+        callsite
+    }
+
+    fn interest(&self) -> Interest {
+        match self.interest.load(Ordering::Relaxed) {
+            0 => Interest::never(),
+            2 => Interest::always(),
+            _ => Interest::sometimes(),
+        }
+    }
+}
+
+impl Callsite for NamedAtRuntime {
+    fn set_interest(&self, interest: Interest) {
+        let level = if interest.is_never() {
+            0
+        } else if interest.is_always() {
+            2
+        } else {
+            1
+        };
+        self.interest.store(level, Ordering::Relaxed);
+    }
+
+    fn metadata(&self) -> &Metadata<'_> {
+        self.meta.get().expect("metadata is set before the callsite is registered")
+    }
 }
 
 /// Opens the span of a tool's call: `None` unless a subscriber takes it.
 pub(super) fn open_span(
-    callsite: &'static DefaultCallsite,
+    callsite: SpanCallsite,
     namespace: &'static str,
     key: Option<DisplayValue<TelemetryKey<'_>>>,
 ) -> Option<Span> {
