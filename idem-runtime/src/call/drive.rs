@@ -264,6 +264,7 @@ fn settlement<O: ToolOutput, P: ErrorPolicy<O>>(
 ) -> Option<Result<Settled, ()>> {
     Some(match output.success() {
         Some(value) => recordable(tool, key, "the body's result", value).map(Settled::Success),
+        None if policy.outcome_unknown(output) => Err(()),
         None => match policy.kept_error(output)? {
             Ok(json) => match policy.replay_error(&json) {
                 Some(Err(error)) => not_recorded(tool, key, "the body's kept error", "does not read back", &error),

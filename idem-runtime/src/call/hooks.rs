@@ -128,6 +128,12 @@ pub trait ErrorPolicy<O: ToolOutput> {
     fn kept_error(&self, output: &O) -> Option<Result<String, serde_json::Error>>;
     /// The answer for a kept error, or `None` when this tool does not replay kept errors.
     fn replay_error(&self, stored: &str) -> Option<Result<O, serde_json::Error>>;
+    /// Whether an error answer leaves the outcome unknown: the action may have happened and
+    /// its answer cannot be recorded (an HTTP response too large to store). The key is then
+    /// kept and marked abandoned, never released. The policy logs why.
+    fn outcome_unknown(&self, _output: &O) -> bool {
+        false
+    }
 }
 
 /// The default: an error means the action did not happen, so the key is released.
