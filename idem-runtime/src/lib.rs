@@ -17,6 +17,9 @@ mod scope;
 mod status;
 
 pub mod frameworks;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 
 pub mod store;
 pub mod testing;
