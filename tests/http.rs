@@ -1,0 +1,15 @@
+//! The HTTP layer (`idem::http`), through a real HTTP client against an axum server on
+//! 127.0.0.1: every rule of the Idempotency-Key draft the README's table lists, with the
+//! service's effects counted, on the memory, SQLite and PostgreSQL stores.
+
+#[path = "http/support.rs"]
+mod support;
+
+#[path = "http/keys.rs"]
+mod keys;
+#[path = "http/race.rs"]
+mod race;
+#[path = "http/replay.rs"]
+mod replay;
+#[path = "http/stores.rs"]
+mod stores;

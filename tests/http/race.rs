@@ -1,0 +1,79 @@
+//! Concurrent duplicates: a repeat while the first request runs is a 409 with Retry-After,
+//! and however many arrive at once, the service acts once per key.
+
+use std::sync::Arc;
+
+use idem::MemoryStore;
+use idem::http::IdempotencyLayer;
+use tokio::sync::Barrier;
+
+use crate::support::{app, post_invoice, send, serve};
+
+const INVOICE: &str = r#"{"customer":"acme","amount":120}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_while_the_first_runs_is_a_409_with_retry_after() {
+    let (router, billing) = app(IdempotencyLayer::new(MemoryStore::new()));
+    let addr = serve(router).await;
+    let slow = |addr| async move { send(addr, "POST", "/v1/slow", &[("idempotency-key", "s")], INVOICE).await };
+    let first = tokio::spawn(slow(addr));
+    billing.entered.notified().await;
+    // The first request is inside the service now: eight repeats at once, all while it runs.
+    let barrier = Arc::new(Barrier::new(8));
+    let repeats: Vec<_> = (0..8)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                slow(addr).await
+            })
+        })
+        .collect();
+    for repeat in repeats {
+        let reply = repeat.await.unwrap();
+        assert_eq!((reply.status, reply.problem().as_str()), (409, "request-in-progress"), "{reply:?}");
+        let wait: u64 = reply.header("retry-after").expect("Retry-After").parse().unwrap();
+        assert!((1..=10).contains(&wait), "a third of the 30 s lease at most: {wait}");
+        assert!(reply.json()["detail"].as_str().unwrap().contains("being processed"), "{}", reply.body);
+    }
+    billing.go.notify_one();
+    let first = first.await.unwrap();
+    assert_eq!(first.status, 201);
+    let after = slow(addr).await;
+    assert!(after.replayed() && after.body == first.body);
+    assert_eq!(billing.invoices("s"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_make_one_invoice_per_key() {
+    let (router, billing) = app(IdempotencyLayer::new(MemoryStore::new()));
+    let addr = serve(router).await;
+    const KEYS: usize = 25;
+    const CLIENTS: usize = 6;
+    for k in 0..KEYS {
+        let key = format!("storm-{k}");
+        let barrier = Arc::new(Barrier::new(CLIENTS));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|_| {
+                let (barrier, key) = (Arc::clone(&barrier), key.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    post_invoice(addr, &key, INVOICE).await
+                })
+            })
+            .collect();
+        let mut fresh = 0;
+        for client in clients {
+            let reply = client.await.unwrap();
+            match (reply.status, reply.replayed()) {
+                (201, false) => fresh += 1,
+                (201, true) => {}
+                (409, false) => assert_eq!(reply.problem(), "request-in-progress"),
+                other => panic!("{key}: unexpected {other:?}: {reply:?}"),
+            }
+        }
+        assert_eq!(fresh, 1, "{key}: one client got the fresh response");
+        assert_eq!(billing.invoices(&key), 1, "{key}: one invoice");
+    }
+    assert_eq!(billing.total_invoices(), KEYS);
+}

@@ -1,0 +1,133 @@
+//! The same rules on SQLite and PostgreSQL, and a store that fails.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use idem::http::IdempotencyLayer;
+use idem::store::{Completion, FromSync, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
+use idem::{AsyncStore, SqliteStore};
+use tokio::sync::Barrier;
+
+use crate::support::{app, post_invoice, send, serve};
+
+const INVOICE: &str = r#"{"customer":"acme","amount":120}"#;
+
+/// First request, replay, 422, a 5xx released, a 409 while running, a storm: one invoice
+/// per key, and a second process (another layer on the same store) sees the same records.
+async fn the_rules_hold_on<St: AsyncStore + Send + Sync + 'static>(store: Arc<St>) {
+    let (router, billing) = app(IdempotencyLayer::new(Arc::clone(&store)).namespace("billing"));
+    let addr = serve(router).await;
+    assert_eq!(post_invoice(addr, "a", INVOICE).await.status, 201);
+    assert!(post_invoice(addr, "a", INVOICE).await.replayed());
+    assert_eq!(post_invoice(addr, "a", r#"{"customer":"acme","amount":1}"#).await.status, 422);
+    billing.fail_next.store(500, Ordering::SeqCst);
+    assert_eq!(post_invoice(addr, "b", INVOICE).await.status, 500);
+    assert_eq!(post_invoice(addr, "b", INVOICE).await.status, 201);
+
+    let slow = tokio::spawn(async move { send(addr, "POST", "/v1/slow", &[("idempotency-key", "c")], INVOICE).await });
+    billing.entered.notified().await;
+    let during = send(addr, "POST", "/v1/slow", &[("idempotency-key", "c")], INVOICE).await;
+    assert_eq!((during.status, during.problem().as_str()), (409, "request-in-progress"));
+    assert!(during.header("retry-after").is_some());
+    billing.go.notify_one();
+    assert_eq!(slow.await.unwrap().status, 201);
+
+    let barrier = Arc::new(Barrier::new(6));
+    let storm: Vec<_> = (0..6)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                post_invoice(addr, "d", INVOICE).await.status
+            })
+        })
+        .collect();
+    for client in storm {
+        assert!(matches!(client.await.unwrap(), 201 | 409));
+    }
+    for key in ["a", "b", "c", "d"] {
+        assert_eq!(billing.invoices(key), 1, "{key}");
+    }
+
+    // Another worker on the same store: it replays what the first answered.
+    let (router, other) = app(IdempotencyLayer::new(store).namespace("billing"));
+    let other_addr = serve(router).await;
+    assert!(post_invoice(other_addr, "a", INVOICE).await.replayed());
+    assert_eq!(other.total_invoices(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("keys.db")).unwrap();
+    the_rules_hold_on(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres() {
+    let url = match std::env::var("IDEM_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
+            panic!("http::stores::postgres: IDEM_TEST_DATABASE_URL is not set under CI")
+        }
+        _ => {
+            let _ = writeln!(std::io::stderr(), "SKIPPED http::stores::postgres: set IDEM_TEST_DATABASE_URL to run it");
+            return;
+        }
+    };
+    let schema = format!("idem_http_{}", std::process::id());
+    let store = idem::PgStore::builder(&url).schema(&schema).build().unwrap();
+    store.migrate().await.unwrap();
+    the_rules_hold_on(Arc::new(store)).await;
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
+}
+
+/// A store that fails every operation, as an unreachable database does.
+struct Unreachable;
+
+fn refused<T>() -> Result<T, StoreError> {
+    Err(StoreError::Backend("connection refused".into()))
+}
+
+impl Store for Unreachable {
+    fn reserve(&self, _: Reserve<'_>) -> Result<Reservation, StoreError> {
+        refused()
+    }
+    fn take_over(&self, _: RecordId<'_>, _: Token, _: Duration) -> Result<Token, StoreError> {
+        refused()
+    }
+    fn renew(&self, _: Renew<'_>) -> Result<(), StoreError> {
+        refused()
+    }
+    fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
+        refused()
+    }
+    fn release(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
+        refused()
+    }
+    fn abandon(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
+        refused()
+    }
+    fn read(&self, _: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        refused()
+    }
+    fn purge(&self, _: usize) -> Result<usize, StoreError> {
+        refused()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fails_is_a_503_and_the_service_does_not_run() {
+    let (router, billing) = app(IdempotencyLayer::new(FromSync(Unreachable)));
+    let addr = serve(router).await;
+    let reply = post_invoice(addr, "k", INVOICE).await;
+    assert_eq!((reply.status, reply.problem().as_str()), (503, "store-unavailable"));
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert_eq!(billing.handler_calls.load(Ordering::SeqCst), 0);
+    // Requests the layer does not cover never touch the store.
+    assert_eq!(send(addr, "GET", "/v1/list", &[], "").await.status, 200);
+}
