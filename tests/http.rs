@@ -7,6 +7,8 @@ mod support;
 
 #[path = "http/keys.rs"]
 mod keys;
+#[path = "http/operator.rs"]
+mod operator;
 #[path = "http/race.rs"]
 mod race;
 #[path = "http/replay.rs"]
