@@ -11,12 +11,16 @@
 //! (`Idempotent-Replayed: true`), refuses the key with other parameters (400) or while
 //! the first request runs (409), and saves nothing when it failed before acting (503).
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post as route_post;
+use axum::{Json, Router};
+use idem::http::IdempotencyLayer;
 use idem::{MemoryStore, idempotent};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -130,22 +134,18 @@ fn post(addr: &str, path: &str, key: &str, body: &Value) -> Result<Value, Billin
     let status: u16 = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
     let mut value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     if status != 200 {
-        return Err(BillingError::Provider(status, value["error"].as_str().unwrap_or(body).to_owned()));
+        // The provider's own error, or the key layer's problem (RFC 9457: `title`).
+        let message = value["error"].as_str().or(value["title"].as_str()).unwrap_or(body).to_owned();
+        return Err(BillingError::Provider(status, message));
     }
     value["replayed"] = json!(head.lines().any(|line| line.eq_ignore_ascii_case("Idempotent-Replayed: true")));
     Ok(value)
 }
 
-/// A saved idempotent request, by key.
-enum Saved {
-    Running,
-    Done { request: String, response: String },
-}
-
-/// The stand-in provider: one thread accepting connections on 127.0.0.1.
+/// The stand-in provider: an axum service behind idem's own `Idempotency-Key` layer, on
+/// a runtime thread of its own.
 struct Provider {
     addr: String,
-    keys: Mutex<HashMap<String, Saved>>,
     invoices: AtomicUsize,
     emails: AtomicUsize,
     requests: AtomicUsize,
@@ -154,89 +154,49 @@ struct Provider {
 
 impl Provider {
     fn start() -> Arc<Provider> {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
         let provider = Arc::new(Provider {
             addr: listener.local_addr().expect("an address").to_string(),
-            keys: Mutex::default(),
             invoices: AtomicUsize::new(0),
             emails: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
             fail_next_email: AtomicBool::new(false),
         });
-        let server = Arc::clone(&provider);
+        // The provider's own key store: a 5xx releases the key, every other answer is kept
+        // and replayed with `Idempotent-Replayed: true`; the same key with another body is
+        // a 422, and a repeat while the first request runs a 409.
+        let keys = IdempotencyLayer::new(MemoryStore::new()).name("provider");
+        let counted = Arc::clone(&provider);
+        let app = Router::new()
+            .route("/v1/invoices", route_post(create_invoice))
+            .route("/v1/emails", route_post(send_email))
+            .layer(keys)
+            .layer(axum::middleware::from_fn(move |request, next: axum::middleware::Next| {
+                counted.requests.fetch_add(1, Ordering::SeqCst);
+                next.run(request)
+            }))
+            .with_state(Arc::clone(&provider));
+        listener.set_nonblocking(true).expect("a non-blocking listener");
         std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let server = Arc::clone(&server);
-                std::thread::spawn(move || server.serve(stream));
-            }
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("the listener");
+                axum::serve(listener, app).await.expect("the provider serves");
+            });
         });
         provider
     }
+}
 
-    fn serve(&self, mut stream: TcpStream) {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let mut reader = BufReader::new(&stream);
-        let (mut path, mut key, mut length) = (String::new(), String::new(), 0);
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-            let lower = line.to_ascii_lowercase();
-            if let Some(rest) = line.strip_prefix("POST ") {
-                path = rest.split(' ').next().unwrap_or("").to_owned();
-            } else if lower.starts_with("idempotency-key:") {
-                key = line[16..].trim().to_owned();
-            } else if lower.starts_with("content-length:") {
-                length = line[15..].trim().parse().unwrap_or(0);
-            }
-            line.clear();
-        }
-        let mut body = vec![0; length];
-        let _ = reader.read_exact(&mut body);
-        let request = format!("{path} {}", String::from_utf8_lossy(&body));
-        let (status, replayed, response) = self.handle(&path, &key, &request);
-        let replayed = if replayed { "Idempotent-Replayed: true\r\n" } else { "" };
-        let _ = write!(
-            stream,
-            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{replayed}Content-Length: {}\r\nConnection: close\r\n\r\n{response}",
-            response.len()
-        );
-    }
+async fn create_invoice(State(provider): State<Arc<Provider>>) -> Json<Value> {
+    Json(json!({"id": format!("in_{}", provider.invoices.fetch_add(1, Ordering::SeqCst) + 1)}))
+}
 
-    /// Stripe's rules for one request: replay, refuse, or act once and save the response.
-    fn handle(&self, path: &str, key: &str, request: &str) -> (u16, bool, String) {
-        {
-            let mut keys = self.keys.lock().expect("not poisoned");
-            match keys.get(key) {
-                Some(Saved::Running) => {
-                    return (409, false, r#"{"error":"a request with this key is running"}"#.into());
-                }
-                Some(Saved::Done { request: first, response }) if first == request => {
-                    return (200, true, response.clone());
-                }
-                Some(Saved::Done { .. }) => {
-                    let error = "keys for idempotent requests can only be used with the same parameters they were first used with";
-                    return (400, false, json!({ "error": error }).to_string());
-                }
-                None => keys.insert(key.to_owned(), Saved::Running),
-            };
-        }
-        let created = match path {
-            "/v1/invoices" => Some(json!({"id": format!("in_{}", self.invoices.fetch_add(1, Ordering::SeqCst) + 1)})),
-            "/v1/emails" if self.fail_next_email.swap(false, Ordering::SeqCst) => None,
-            "/v1/emails" => Some(json!({"id": format!("em_{}", self.emails.fetch_add(1, Ordering::SeqCst) + 1)})),
-            _ => None,
-        };
-        let mut keys = self.keys.lock().expect("not poisoned");
-        match created {
-            Some(response) => {
-                let response = response.to_string();
-                keys.insert(key.to_owned(), Saved::Done { request: request.to_owned(), response: response.clone() });
-                (200, false, response)
-            }
-            None => {
-                // Failed before acting: nothing is saved, so a retry with the key may act.
-                keys.remove(key);
-                (503, false, r#"{"error":"the mail service is unavailable; nothing was sent"}"#.into())
-            }
-        }
+async fn send_email(State(provider): State<Arc<Provider>>) -> Result<Json<Value>, (StatusCode, Json<Value>)> {
+    if provider.fail_next_email.swap(false, Ordering::SeqCst) {
+        // Failed before acting: a 5xx, so the key is released and a retry may act.
+        let error = json!({"error": "the mail service is unavailable; nothing was sent"});
+        return Err((StatusCode::SERVICE_UNAVAILABLE, Json(error)));
     }
+    Ok(Json(json!({"id": format!("em_{}", provider.emails.fetch_add(1, Ordering::SeqCst) + 1)})))
 }

@@ -51,3 +51,26 @@ fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_perio
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("execute_tool send_invoice{"), "the spans are printed:\n{stderr}");
 }
+
+#[cfg(feature = "http")]
+#[test]
+fn the_provider_keys_example_ends_with_one_invoice_and_one_email() {
+    let output = Command::new(example("provider_keys")).output().expect("the example is built by `cargo test`");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("provider requests: +0"), "idem answers the third call itself:\n{stdout}");
+    assert!(stdout.contains("provider answered 422: Idempotency-Key is already used"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("the provider created 1 invoice and sent 1 e-mail"), "{stdout}");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn the_billing_service_example_creates_one_invoice_per_caller() {
+    let output = Command::new(example("billing_service")).output().expect("the example is built by `cargo test`");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("-> 409 Retry-After: "), "a retry during the first request:\n{stdout}");
+    assert!(stdout.contains("Idempotent-Replayed: true"), "{stdout}");
+    assert!(stdout.contains("-> 422"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("invoices created: 2 (one per caller)"), "{stdout}");
+}
