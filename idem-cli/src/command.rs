@@ -153,7 +153,8 @@ fn reopen(
 }
 
 /// Refuses a result another completed record of the namespace says the tool cannot read:
-/// a plain value where the tool (an rmcp tool) stores MCP tool results.
+/// a plain value where the tool (an rmcp tool) stores MCP tool results, or where an HTTP
+/// layer stores responses.
 fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), String> {
     let query =
         ListQuery { state: StateFilter::Completed, namespace: Some(namespace), limit: 1, ..ListQuery::default() };
@@ -171,7 +172,32 @@ fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), Str
              tool could not read it back. Add --rmcp to wrap the value the way the tool does; nothing changed"
         ));
     }
+    if is_http_response(result) && !is_http_response(json) {
+        return Err(format!(
+            "{namespace} stores HTTP responses (an idem::http layer's), which {json} is not: give the response \
+             to replay, {{\"status\": 201, \"headers\": [[\"content-type\", \"application/json\"]], \"body\": \"...\"}}; \
+             nothing changed"
+        ));
+    }
     Ok(())
+}
+
+/// Whether a result has the shape an `idem::http` layer stores: a status code, headers as
+/// `[name, value]` pairs, and a text or base64 body (or none).
+fn is_http_response(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(response)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return false;
+    };
+    let status = response.get("status").and_then(|status| status.as_u64()).is_some_and(|s| (100..=999).contains(&s));
+    let headers = response.get("headers").is_none_or(|headers| {
+        headers.as_array().is_some_and(|headers| {
+            headers
+                .iter()
+                .all(|pair| pair.as_array().is_some_and(|pair| pair.len() == 2 && pair.iter().all(|v| v.is_string())))
+        })
+    });
+    let known = response.keys().all(|field| matches!(field.as_str(), "status" | "headers" | "body" | "body_base64"));
+    status && headers && known
 }
 
 /// A plain JSON value as an rmcp tool stores its structured result (`CallToolResult::structured`).

@@ -275,6 +275,34 @@ fn resolve_done_keeps_an_rmcp_tools_result_shape() {
     assert_eq!(result["content"][0]["type"], "text");
 }
 
+/// `--done` for a namespace whose records are an HTTP layer's stored responses must be one:
+/// anything else would answer every retry with a 500 (record-unreadable).
+#[test]
+fn resolve_done_keeps_an_http_layers_response_shape() {
+    let (_dir, db, store) = store_with_records();
+    let namespace = "http";
+    let stored = r#"{"status":201,"headers":[["content-type","application/json"]],"body":"{\"id\":\"inv_1\"}"}"#;
+    for (key, lease) in [("key-1", Duration::from_secs(600)), ("key-2", Duration::ZERO)] {
+        let id = RecordId { namespace, key };
+        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
+            panic!()
+        };
+        if key == "key-1" {
+            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
+        }
+    }
+    let plain = idem(&db, &["resolve", namespace, "key-2", "--done", r#"{"id":"inv_2"}"#, "--yes"], "");
+    assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
+    assert!(text(&plain).contains("stores HTTP responses"), "{}", text(&plain));
+    let id = RecordId { namespace, key: "key-2" };
+    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }), "nothing changed");
+    let response = r#"{"status":201,"body":"{\"id\":\"inv_2\"}"}"#;
+    let done = idem(&db, &["resolve", namespace, "key-2", "--done", response, "--yes"], "");
+    assert!(done.status.success(), "{}", text(&done));
+    let RecordState::Completed { result } = store.read(id).unwrap().unwrap().state else { panic!("completed") };
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&result).unwrap()["status"], 201);
+}
+
 /// `reopen` undoes a wrong `resolve --done`: the record reads as abandoned again, and an
 /// in-progress record cannot be reopened.
 #[test]
