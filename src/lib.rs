@@ -12,7 +12,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics"
+//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http"
 //! ```
 //!
 //! # Example
@@ -206,6 +206,15 @@
 //! after a restart and on every worker that shares the store. `tasks/cancel` reaches the
 //! body through [`cancel_requested`]. Clients without the extension get TIMEOUT and the
 //! status tools, as before. The README's rmcp section has the whole table.
+//!
+//! # HTTP services
+//!
+//! The provider side (feature `http`): `idem::http::IdempotencyLayer` is a `tower` layer, for
+//! axum routes or any `tower` service, that honours the `Idempotency-Key` request header
+//! as the IETF draft says, on the same stores, leases and telemetry as tools: the first
+//! request runs, a repeat gets its stored response (`Idempotent-Replayed: true`), a repeat
+//! while it runs a `409` with `Retry-After`, the key with another request a `422`, a bad
+//! key a `400`. The module `idem::http` says what it answers in every situation.
 //!
 //! # Misuse does not compile
 //!
