@@ -8,11 +8,11 @@
 //!
 //! ```no_run
 //! use axum::{Router, routing::post};
-//! use idem::http::IdempotencyLayer;
+//! use idem_runtime::http::IdempotencyLayer; // `idem::http` through idem-tools
 //!
 //! # async fn create_invoice() -> &'static str { "" }
 //! # async fn run() -> std::io::Result<()> {
-//! let store = idem::SqliteStore::open("billing-keys.db").expect("the key store opens");
+//! let store = idem_runtime::SqliteStore::open("billing-keys.db").expect("the key store opens");
 //! let app: Router = Router::new()
 //!     .route("/v1/invoices", post(create_invoice))
 //!     .layer(IdempotencyLayer::new(store));
