@@ -6,11 +6,12 @@
 //! with `"body_base64"` in place of `"body"` for a body that is not UTF-8. Header values
 //! are written as text, each byte one character (bytes above 0x7f as U+0080 to U+00FF).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Response, StatusCode};
 use serde::de::Error as _;
-use serde_json::{Map, Value};
 
 /// A response kept for replays.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,52 +44,76 @@ impl StoredResponse {
     }
 }
 
+/// The record as written: borrowed from the response, so storing copies nothing twice.
+#[derive(serde::Serialize)]
+struct WireOut<'a> {
+    status: u16,
+    headers: Vec<(&'a str, Cow<'a, str>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_base64: Option<String>,
+}
+
+/// The record as read: only `status` is required, so an operator may write the least.
+/// Strings are borrowed from the record where JSON needs no unescaping.
+#[derive(serde::Deserialize)]
+struct WireIn<'a> {
+    status: u16,
+    #[serde(default, borrow)]
+    headers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    #[serde(borrow)]
+    body: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    body_base64: Option<Cow<'a, str>>,
+}
+
+/// A header value as text: each byte one character, so any value HTTP allows reads back.
+fn value_text(value: &HeaderValue) -> Cow<'_, str> {
+    match value.to_str() {
+        Ok(text) => text.into(),
+        Err(_) => value.as_bytes().iter().map(|&byte| char::from(byte)).collect::<String>().into(),
+    }
+}
+
 impl serde::Serialize for StoredResponse {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut record = Map::new();
-        record.insert("status".into(), self.status.as_u16().into());
-        let headers = self
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                Value::from(vec![name.as_str().to_owned(), value.as_bytes().iter().map(|&b| char::from(b)).collect()])
-            })
-            .collect();
-        record.insert("headers".into(), Value::Array(headers));
-        match std::str::from_utf8(&self.body) {
-            Ok(text) => record.insert("body".into(), text.into()),
-            Err(_) => record.insert("body_base64".into(), base64::encode(&self.body).into()),
-        };
-        Value::Object(record).serialize(serializer)
+        let text = std::str::from_utf8(&self.body).ok();
+        WireOut {
+            status: self.status.as_u16(),
+            headers: self.headers.iter().map(|(name, value)| (name.as_str(), value_text(value))).collect(),
+            body: text,
+            body_base64: if text.is_none() { Some(base64::encode(&self.body)) } else { None },
+        }
+        .serialize(serializer)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for StoredResponse {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let record = Value::deserialize(deserializer)?;
-        let status = record["status"]
-            .as_u64()
-            .and_then(|status| u16::try_from(status).ok())
-            .and_then(|status| StatusCode::from_u16(status).ok())
-            .ok_or_else(|| D::Error::custom("a stored response needs \"status\": a status code"))?;
-        let mut headers = Vec::new();
-        for header in record["headers"].as_array().map_or(&[][..], Vec::as_slice) {
-            let pair = header.as_array().map(Vec::as_slice);
-            let Some([Value::String(name), Value::String(value)]) = pair else {
-                return Err(D::Error::custom("each stored header is [\"name\", \"value\"]"));
+        let wire = WireIn::deserialize(deserializer)?;
+        let status = StatusCode::from_u16(wire.status)
+            .map_err(|_| D::Error::custom(format!("stored status {} is not a status code", wire.status)))?;
+        let mut headers = Vec::with_capacity(wire.headers.len());
+        for (name, value) in wire.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(D::Error::custom)?;
+            let value = if value.is_ascii() {
+                HeaderValue::from_str(&value).ok()
+            } else {
+                let bytes: Option<Vec<u8>> = value.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect();
+                bytes.and_then(|bytes| HeaderValue::from_bytes(&bytes).ok())
             };
-            let name = HeaderName::try_from(name.as_str()).map_err(D::Error::custom)?;
-            let bytes: Option<Vec<u8>> = value.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect();
-            let value = bytes
-                .and_then(|bytes| HeaderValue::from_bytes(&bytes).ok())
-                .ok_or_else(|| D::Error::custom(format!("stored header {name} has a value HTTP cannot send")))?;
+            let value =
+                value.ok_or_else(|| D::Error::custom(format!("stored header {name} has a value HTTP cannot send")))?;
             headers.push((name, value));
         }
-        let body = match (&record["body"], &record["body_base64"]) {
-            (Value::String(text), Value::Null) => Bytes::from(text.clone()),
-            (Value::Null, Value::String(encoded)) => Bytes::from(base64::decode(encoded).map_err(D::Error::custom)?),
-            (Value::Null, Value::Null) => Bytes::new(),
-            _ => return Err(D::Error::custom("a stored response has \"body\" (text) or \"body_base64\", not both")),
+        let body = match (wire.body, wire.body_base64) {
+            (Some(text), None) => Bytes::from(text.into_owned()),
+            (None, Some(encoded)) => Bytes::from(base64::decode(&encoded).map_err(D::Error::custom)?),
+            (None, None) => Bytes::new(),
+            (Some(_), Some(_)) => {
+                return Err(D::Error::custom("a stored response has \"body\" (text) or \"body_base64\", not both"));
+            }
         };
         Ok(StoredResponse { status, headers, body })
     }
