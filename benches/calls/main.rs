@@ -16,6 +16,9 @@
 //! - PostgreSQL (when `IDEM_TEST_DATABASE_URL` names a server): the same calls on the
 //!   PostgreSQL store against hand-written tokio-postgres.
 //!
+//! - HTTP (`--features http`): the `Idempotency-Key` layer in front of an axum router, in
+//!   process, against a hand-written middleware: first requests and replays.
+//!
 //! `IDEM_BENCH_QUICK=1 cargo bench` runs a few iterations of everything: the smoke mode
 //! that `tests/bench_smoke.rs` runs inside `cargo test --workspace`.
 //!
@@ -28,6 +31,9 @@
 mod hand;
 #[path = "harness.rs"]
 mod harness;
+#[cfg(feature = "http")]
+#[path = "http.rs"]
+mod http;
 #[path = "per_call.rs"]
 mod per_call;
 #[path = "postgres.rs"]
@@ -62,7 +68,7 @@ pub struct Settings {
     /// Rounds of every comparison.
     pub rounds: usize,
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
-    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `throughput`, `first-calls`; for profiling one of them.
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `http`, `throughput`, `first-calls`; for profiling one of them.
     pub only: Option<String>,
 }
 
@@ -128,6 +134,8 @@ pub fn run(settings: &Settings) -> Report {
         group(name, &mut |report| per_call::sqlite(settings, sync, dir.path(), report));
     }
     group("postgres".into(), &mut |report| postgres::postgres(settings, report));
+    #[cfg(feature = "http")]
+    group("http".into(), &mut |report| http::http(settings, report));
     for sync in [Synchronous::Full, Synchronous::Normal] {
         let name = format!("throughput-{}", sync_pragma(sync).to_lowercase());
         group(name, &mut |report| throughput::throughput(settings, sync, dir.path(), report));
