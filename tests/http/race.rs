@@ -2,6 +2,7 @@
 //! and however many arrive at once, the service acts once per key.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use idem::MemoryStore;
 use idem::http::IdempotencyLayer;
@@ -76,4 +77,23 @@ async fn concurrent_duplicates_make_one_invoice_per_key() {
         assert_eq!(billing.invoices(&key), 1, "{key}: one invoice");
     }
     assert_eq!(billing.total_invoices(), KEYS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_outlives_its_lease_keeps_its_key() {
+    let (router, billing) = app(IdempotencyLayer::new(MemoryStore::new()).lease(Duration::from_secs(1)));
+    let addr = serve(router).await;
+    let slow = |addr| async move { send(addr, "POST", "/v1/slow", &[("idempotency-key", "long")], INVOICE).await };
+    let first = tokio::spawn(slow(addr));
+    billing.entered.notified().await;
+    // Two and a half leases pass while the request runs: renewed every third of a lease, its
+    // key is still held, and a repeat is told to wait, not run.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let during = slow(addr).await;
+    assert_eq!((during.status, during.problem().as_str()), (409, "request-in-progress"), "{during:?}");
+    assert_eq!(during.header("retry-after"), Some("1"), "a third of the lease, rounded up to a second");
+    billing.go.notify_one();
+    assert_eq!(first.await.unwrap().status, 201);
+    assert!(slow(addr).await.replayed());
+    assert_eq!(billing.invoices("long"), 1);
 }

@@ -117,9 +117,11 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// The layer's name in telemetry: the span `execute_tool <name>`, `gen_ai.tool.name`,
-    /// [`metrics()`](crate::metrics). Default `http`. Each layer built (each call of
-    /// [`layer`](tower_layer::Layer::layer) shares its layer's) registers one span
-    /// callsite for the life of the process: build layers at startup, not per request.
+    /// [`metrics()`](crate::metrics). Default `http`.
+    ///
+    /// A layer becomes an idem tool at its first request (every route it wraps shares it),
+    /// with a span callsite and counters kept for the life of the process: build layers
+    /// at startup, not per request.
     pub fn name(self, name: impl Into<String>) -> Self {
         let name = name.into();
         self.with(|settings| settings.name = name)
