@@ -140,3 +140,24 @@ async fn a_body_over_max_body_is_a_413_and_nothing_runs() {
     // Nothing was reserved: the same key with a body that fits runs.
     assert_eq!(post_invoice(addr, "big", INVOICE).await.status, 201);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_one_route_only_with_route_layer() {
+    use axum::routing::post;
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&calls);
+    let count = move || {
+        let counted = std::sync::Arc::clone(&counted);
+        async move { counted.fetch_add(1, Ordering::SeqCst).to_string() }
+    };
+    let router = axum::Router::new()
+        .route("/keyed", post(count.clone()).route_layer(IdempotencyLayer::new(MemoryStore::new())))
+        .route("/open", post(count));
+    let addr = serve(router).await;
+    assert_eq!(send(addr, "POST", "/keyed", &[], "").await.problem(), "key-missing");
+    let first = send(addr, "POST", "/keyed", &[("idempotency-key", "k")], "").await;
+    let again = send(addr, "POST", "/keyed", &[("idempotency-key", "k")], "").await;
+    assert!(again.replayed() && again.body == first.body);
+    assert_eq!(send(addr, "POST", "/open", &[], "").await.status, 200, "the other route needs no key");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
