@@ -1,9 +1,14 @@
 //! The HTTP layer (`idem::http`), through a real HTTP client against an axum server on
 //! 127.0.0.1: every rule of the Idempotency-Key draft the README's table lists, with the
-//! service's effects counted, on the memory, SQLite and PostgreSQL stores.
+//! service's effects counted, on the memory, SQLite and PostgreSQL stores; an operator's
+//! settling of a key; the layer's spans and counters.
 
 #[path = "http/support.rs"]
 mod support;
+// The telemetry tests' capturing layer, for the layer's spans.
+#[allow(dead_code)]
+#[path = "telemetry/capture.rs"]
+mod capture;
 
 #[path = "http/keys.rs"]
 mod keys;
@@ -15,3 +20,5 @@ mod race;
 mod replay;
 #[path = "http/stores.rs"]
 mod stores;
+#[path = "http/telemetry.rs"]
+mod telemetry;

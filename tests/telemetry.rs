@@ -5,19 +5,12 @@
 //! - `facade`: the call counter and duration histogram through the `metrics` facade.
 //! - `observer`: lifecycle events for code.
 //! - `rmcp`: the spans of an rmcp server's tool, called by rmcp's client.
-//! - `http`: the spans and counters of an HTTP layer's requests.
 
 #[path = "telemetry/capture.rs"]
 mod capture;
 #[cfg(feature = "metrics")]
 #[path = "telemetry/facade.rs"]
 mod facade;
-#[cfg(feature = "http")]
-#[path = "telemetry/http.rs"]
-mod http;
-#[cfg(feature = "http")]
-#[path = "http/support.rs"]
-mod http_support;
 #[path = "telemetry/observer.rs"]
 mod observer;
 #[cfg(feature = "rmcp")]

@@ -1,9 +1,6 @@
 //! A billing service behind the layer, served by axum on 127.0.0.1, and a client that
 //! speaks HTTP/1.1 to it through hyper.
 
-// Shared with the telemetry tests, which use part of it.
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};

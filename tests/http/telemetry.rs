@@ -4,8 +4,8 @@
 use idem::MemoryStore;
 use idem::http::IdempotencyLayer;
 
-use super::capture::Capture;
-use super::http_support::{app, post_invoice, serve};
+use crate::capture::Capture;
+use crate::support::{app, post_invoice, serve};
 
 #[test]
 fn a_layers_requests_have_the_spans_and_counters_of_a_tool() {
