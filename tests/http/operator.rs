@@ -37,3 +37,21 @@ async fn an_unknown_outcome_is_listed_and_settled_by_hand() {
     assert_eq!(export("exp:2").await.status, 200, "released: the export runs again");
     assert_eq!(billing.handler_calls.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_records_are_listed_by_their_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("keys.db")).unwrap());
+    let layer = IdempotencyLayer::new(Arc::clone(&store))
+        .scope(|parts| parts.headers.get("x-caller").map(|c| c.to_str().unwrap().to_owned()).unwrap_or_default());
+    let (router, _) = app(layer);
+    let addr = serve(router).await;
+    for caller in ["alice", "bob", "alice"] {
+        let headers = [("x-caller", caller), ("idempotency-key", if caller == "bob" { "b" } else { "a" })];
+        send(addr, "POST", "/v1/ping", &headers, "").await;
+    }
+    let alice = idem::scope_prefix("alice");
+    let query = ListQuery { namespace: Some("http"), key_prefix: Some(&alice), ..ListQuery::default() };
+    let keys: Vec<String> = store.list(&query).unwrap().into_iter().map(|listed| listed.key).collect();
+    assert_eq!(keys, [format!("{alice}a")], "what `idem list --scope alice` lists");
+}

@@ -69,10 +69,12 @@
 //!   ([`DEFAULT_REPLAY_HEADERS`]; never `Set-Cookie`, `Authorization` or framing headers)
 //!   and body are stored for [`retain`](IdempotencyLayer::retain) (a week). The first
 //!   client gets the response as the service sent it, every header included.
-//! - A response that is not final releases the key. A service that fails (its `Err`),
-//!   panics, or answers a final response larger than `max_body` leaves the outcome
-//!   unknown: the key is kept, and repeats get `outcome-unknown` until an operator
-//!   settles it (`idem resolve`, or `idem release` to let it run again).
+//! - A response that is not final releases the key. A service that fails (its `Err`) or
+//!   answers a final response larger than `max_body` leaves the outcome unknown: the key
+//!   is kept, and repeats get `outcome-unknown` until an operator settles it (`idem
+//!   resolve --done`, or `idem resolve --release` to let it run again). A service that
+//!   panics leaves its key reserved until its lease ends (repeats get
+//!   `request-in-progress`), then unknown too.
 //! - The span `execute_tool <name>`, the counters ([`metrics`](crate::metrics)), the
 //!   `metrics` facade and lifecycle events are a tool's.
 //!
