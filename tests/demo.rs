@@ -10,6 +10,15 @@ fn example(name: &str) -> PathBuf {
     profile_dir.join("examples").join(name)
 }
 
+/// What an example printed, once it exited successfully.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+fn succeeded(command: &mut Command) -> String {
+    let output = command.output().expect("the example is built by `cargo test`");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
 #[test]
 fn the_invoicing_demo_shows_three_invoices_then_one() {
     let output = Command::new(example("invoicing"))
@@ -55,9 +64,7 @@ fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_perio
 #[cfg(feature = "http")]
 #[test]
 fn the_provider_keys_example_ends_with_one_invoice_and_one_email() {
-    let output = Command::new(example("provider_keys")).output().expect("the example is built by `cargo test`");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeded(&mut Command::new(example("provider_keys")));
     assert!(stdout.contains("provider requests: +0"), "idem answers the third call itself:\n{stdout}");
     assert!(stdout.contains("provider answered 422: Idempotency-Key is already used"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("the provider created 1 invoice and sent 1 e-mail"), "{stdout}");
@@ -66,9 +73,7 @@ fn the_provider_keys_example_ends_with_one_invoice_and_one_email() {
 #[cfg(feature = "http")]
 #[test]
 fn the_billing_service_example_creates_one_invoice_per_caller() {
-    let output = Command::new(example("billing_service")).output().expect("the example is built by `cargo test`");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeded(&mut Command::new(example("billing_service")));
     assert!(stdout.contains("-> 409 Retry-After: "), "a retry during the first request:\n{stdout}");
     assert!(stdout.contains("Idempotent-Replayed: true"), "{stdout}");
     assert!(stdout.contains("-> 422"), "{stdout}");

@@ -245,6 +245,19 @@ fn a_missing_store_is_an_error_and_nothing_is_created() {
     assert!(!Path::new("postgres:").exists(), "no directory named after the URL");
 }
 
+/// A namespace with one record completed with `stored` and one abandoned.
+fn completed_and_abandoned(store: &SqliteStore, namespace: &str, (done, stored): (&str, &str), abandoned: &str) {
+    for (key, lease) in [(done, Duration::from_secs(600)), (abandoned, Duration::ZERO)] {
+        let id = RecordId { namespace, key };
+        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
+            panic!()
+        };
+        if key == done {
+            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
+        }
+    }
+}
+
 /// `--done` for a namespace whose tool stores MCP tool results must be one, or be wrapped
 /// with --rmcp as the tool would: a plain value would answer RECORD_UNREADABLE forever.
 #[test]
@@ -252,15 +265,7 @@ fn resolve_done_keeps_an_rmcp_tools_result_shape() {
     let (_dir, db, store) = store_with_records();
     let namespace = "mcp::send_invoice";
     let stored = r#"{"content":[{"type":"text","text":"{\"invoice\":\"inv_1\"}"}],"structuredContent":{"invoice":"inv_1"},"isError":false}"#;
-    for (key, lease) in [("invoice:1", Duration::from_secs(600)), ("invoice:2", Duration::ZERO)] {
-        let id = RecordId { namespace, key };
-        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
-            panic!()
-        };
-        if key == "invoice:1" {
-            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
-        }
-    }
+    completed_and_abandoned(&store, namespace, ("invoice:1", stored), "invoice:2");
     let plain = idem(&db, &["resolve", namespace, "invoice:2", "--done", r#"{"invoice":"inv_2"}"#, "--yes"], "");
     assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
     assert!(text(&plain).contains("--rmcp"), "{}", text(&plain));
@@ -282,15 +287,7 @@ fn resolve_done_keeps_an_http_layers_response_shape() {
     let (_dir, db, store) = store_with_records();
     let namespace = "http";
     let stored = r#"{"status":201,"headers":[["content-type","application/json"]],"body":"{\"id\":\"inv_1\"}"}"#;
-    for (key, lease) in [("key-1", Duration::from_secs(600)), ("key-2", Duration::ZERO)] {
-        let id = RecordId { namespace, key };
-        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
-            panic!()
-        };
-        if key == "key-1" {
-            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
-        }
-    }
+    completed_and_abandoned(&store, namespace, ("key-1", stored), "key-2");
     let plain = idem(&db, &["resolve", namespace, "key-2", "--done", r#"{"id":"inv_2"}"#, "--yes"], "");
     assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
     assert!(text(&plain).contains("stores HTTP responses"), "{}", text(&plain));
