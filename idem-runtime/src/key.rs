@@ -254,7 +254,7 @@ fn write_key(
                     return Err(empty_field(tool_name, name, raw));
                 }
                 if mode.hash {
-                    hash_into(&value, out);
+                    hash_into(value.as_bytes(), out);
                 } else {
                     escape_into(&value, out);
                 }
@@ -343,22 +343,31 @@ const UNRESERVED_BYTE: [bool; 256] = {
     table
 };
 
-/// Hex of the first 16 bytes of SHA-256: 128 bits keep collisions out of reach while
-/// keeping keys short.
 /// The text every key of a scoped tool (`scope = expr`) starts with for the scope `scope`:
 /// 32 hex digits of the scope's SHA-256, then `/`. The scope is hashed exactly as given
 /// (not case folded or trimmed), so `Acme` and `acme` are two scopes. For operators: `idem
 /// list --scope acme` lists that scope's records.
 pub fn scope_prefix(scope: &str) -> String {
     let mut prefix = String::with_capacity(33);
-    hash_into(scope, &mut prefix);
+    hash_into(scope.as_bytes(), &mut prefix);
     prefix.push('/');
     prefix
 }
 
-pub(crate) fn hash_into(value: &str, out: &mut String) {
+/// `sha256:` and [`hash_into`]'s 32 hex digits: how a key appears in telemetry when it is
+/// hashed, and how an HTTP request's body and query are kept in its record.
+pub(crate) fn sha256_text(value: &[u8]) -> String {
+    let mut text = String::with_capacity(7 + 32);
+    text.push_str("sha256:");
+    hash_into(value, &mut text);
+    text
+}
+
+/// Hex of the first 16 bytes of SHA-256: 128 bits keep collisions out of reach while
+/// keeping keys short.
+pub(crate) fn hash_into(value: &[u8], out: &mut String) {
     const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(value.as_bytes());
+    let digest = Sha256::digest(value);
     for byte in &digest[..16] {
         out.push(char::from(HEX_LOWER[usize::from(byte >> 4)]));
         out.push(char::from(HEX_LOWER[usize::from(byte & 0xf)]));

@@ -2,14 +2,15 @@
 //! query, and its body (all of it, or selected JSON fields).
 //!
 //! Stored with the reservation as idem's compared fields: `method` and `path` as sent,
-//! `query` and `body` as SHA-256 hashes, so that the store holds no request data. A repeat
+//! `query` and `body` as SHA-256 hashes (the first 128 bits, as hashed key fields are), so
+//! that the store holds no request data. A repeat
 //! whose fingerprint differs gets `422`, naming what differs.
 
 use http::request::Parts;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::problem::Problem;
+use crate::key::sha256_text;
 
 /// The compared fields' names, sorted as idem stores them.
 pub(crate) const FIELDS: [&str; 4] = ["body", "method", "path", "query"];
@@ -37,10 +38,10 @@ impl Fingerprint {
     /// The request's compared values, in the order of [`FIELDS`].
     pub(crate) fn of(&self, parts: &Parts, body: &[u8]) -> Result<[Value; 4], Problem> {
         let body = match self {
-            Fingerprint::Body => hashed(body),
-            Fingerprint::JsonFields(fields) => hashed(selected(fields, body)?.as_bytes()),
+            Fingerprint::Body => sha256_text(body),
+            Fingerprint::JsonFields(fields) => sha256_text(selected(fields, body)?.as_bytes()),
         };
-        let query = parts.uri.query().map_or(Value::Null, |query| Value::String(hashed(query.as_bytes())));
+        let query = parts.uri.query().map_or(Value::Null, |query| Value::String(sha256_text(query.as_bytes())));
         Ok([Value::String(body), Value::from(parts.method.as_str()), Value::from(parts.uri.path()), query])
     }
 }
@@ -69,17 +70,6 @@ fn selected(fields: &[String], body: &[u8]) -> Result<String, Problem> {
         })
         .collect::<serde_json::Map<_, _>>();
     Ok(crate::compare::canonical(&Value::Object(picked)))
-}
-
-fn hashed(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(7 + 64);
-    text.push_str("sha256:");
-    for byte in Sha256::digest(bytes) {
-        text.push(char::from(HEX[usize::from(byte >> 4)]));
-        text.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -37,10 +37,7 @@ pub fn set_key_in_telemetry(mode: KeyInTelemetry) {
 /// assert!(hash.starts_with("sha256:") && hash.len() == 7 + 32);
 /// ```
 pub fn key_hash(key: &str) -> String {
-    let mut text = String::with_capacity(7 + 32);
-    text.push_str("sha256:");
-    crate::key::hash_into(key, &mut text);
-    text
+    crate::key::sha256_text(key.as_bytes())
 }
 
 /// A key as telemetry shows it; formatted (and hashed) only when a subscriber takes the
