@@ -19,7 +19,6 @@ use super::layer::Shared;
 use super::problem::Problem;
 use super::stored::StoredResponse;
 use crate::call::{Call, NoReconcile, run_async};
-use crate::compare::compared;
 use crate::key::KeyPart;
 use crate::store::AsyncStore;
 
@@ -127,13 +126,12 @@ where
         Ok(collected) => collected.to_bytes(),
         Err(error) => return Ok(unread_body(&*error, settings.max_body).into_response()),
     };
-    let [body_print, method, path, query] = match settings.fingerprint.of(&parts, &body) {
-        Ok(fingerprint) => fingerprint,
+    let compared_fields = match settings.fingerprint.of(&parts, &body) {
+        Ok(fingerprint) => fingerprint.map(Ok),
         Err(problem) => return Ok(problem.into_response()),
     };
     let scope = settings.scope.as_ref().map(|scope| scope(&parts));
     let tool = shared.tool();
-    let compared_fields = [compared(&body_print), compared(&method), compared(&path), compared(&query)];
     let call = match &scope {
         Some(scope) => Call::new(tool, &[scope as &dyn KeyPart, &key], compared_fields),
         None => Call::new(tool, &[&key as &dyn KeyPart], compared_fields),
@@ -142,7 +140,14 @@ where
     let run = async {
         let response = match inner.call(request).await {
             Ok(response) => response,
-            Err(error) => return Handled::Unknown(Err(error)),
+            Err(error) => {
+                tracing::error!(
+                    target: "idem", tool = tool.name,
+                    "the service failed (its Err) after the request reached it, so nothing was stored; the key is \
+                     kept and marked abandoned: repeats answer 409 outcome-unknown"
+                );
+                return Handled::Unknown(Err(error));
+            }
         };
         if !(settings.is_final)(response.status()) {
             return Handled::Released(response);
