@@ -27,6 +27,8 @@ mod namespaces;
 mod pg;
 #[path = "edges/pg_faults.rs"]
 mod pg_faults;
+#[path = "support/postgres.rs"]
+mod postgres;
 #[path = "edges/replay_marker.rs"]
 mod replay_marker;
 #[path = "edges/round_trip.rs"]

@@ -6,7 +6,7 @@
 //! their standard input. Needs IDEM_TEST_DATABASE_URL; without it the tests say SKIPPED, or
 //! fail under CI. Each run uses a fresh schema, dropped at the end.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -16,6 +16,10 @@ use idem::idempotent;
 use idem::store::PgStore;
 use tokio_postgres::NoTls;
 
+#[path = "support/postgres.rs"]
+mod postgres;
+use postgres::{fresh_schema, test_url};
+
 const PROCESSES: usize = 4;
 const TRIALS: usize = 5;
 const KEYS: usize = 200;
@@ -23,28 +27,6 @@ const KEYS: usize = 200;
 const IN_FLIGHT: usize = 4;
 const URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
 const SCHEMA_ENV: &str = "IDEM_TEST_WORKERS_SCHEMA";
-
-/// The test server, or `None` after saying loudly that the test is skipped.
-fn test_url(test: &str) -> Option<String> {
-    match std::env::var(URL_ENV) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("{test}: {URL_ENV} is not set under CI; CI must run the PostgreSQL tests (see .ci/run)")
-        }
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: set {URL_ENV}=postgres://... to run the PostgreSQL worker tests"
-            );
-            None
-        }
-    }
-}
-
-fn fresh_schema(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}_{}_{nanos}", std::process::id())
-}
 
 async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();

@@ -3,7 +3,6 @@
 //! needs IDEM_TEST_DATABASE_URL; without it the PostgreSQL tests say SKIPPED, or fail
 //! under CI).
 
-use std::io::Write;
 use std::sync::Barrier;
 use std::time::Duration;
 
@@ -11,6 +10,9 @@ use idem::store::postgres::Begun;
 use idem::store::{PgStore, RecordId, Store, Transacted, TransactionError};
 use idem::{DEFAULT_RETAIN, ErrorCode, SqliteStore, idempotent};
 use tokio_postgres::NoTls;
+
+#[path = "support/postgres.rs"]
+mod postgres;
 
 const KEYS: usize = 40;
 const RACERS: usize = 6;
@@ -108,16 +110,7 @@ fn sqlite_concurrent_duplicates_write_one_effect() {
 
 /// The test server and a fresh schema with an `effects` table, or `None` after SKIPPED.
 fn postgres(test: &str) -> Option<(String, PgStore, tokio::runtime::Runtime)> {
-    let url = match std::env::var("IDEM_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("{test}: IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests")
-        }
-        _ => {
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: set IDEM_TEST_DATABASE_URL=postgres://... to run it");
-            return None;
-        }
-    };
+    let url = postgres::test_url(test)?;
     let schema = format!("idem_tx_{}_{}", std::process::id(), test.len());
     let store = PgStore::builder(&url).schema(&schema).build().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

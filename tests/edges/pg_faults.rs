@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::postgres::{fresh_schema, test_url};
 use idem::store::postgres::tokio_postgres;
 
 use crate::pg::drop_schema;
@@ -92,27 +93,6 @@ impl Watchdog {
         });
         Watchdog { _done: done }
     }
-}
-
-/// The test server's URL, or `None` (skipped, loudly) without one; under CI a missing one
-/// fails.
-fn test_url(test: &str) -> Option<String> {
-    match std::env::var("IDEM_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("{test}: IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: set IDEM_TEST_DATABASE_URL (`bash .ci/pg start DIR` prints one)");
-            None
-        }
-    }
-}
-
-/// A unique schema name, so that runs and tests never share records.
-fn fresh_schema(test: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("idem_{test}_{}_{nanos}", std::process::id())
 }
 
 /// Checks that `call` answered STORE_UNAVAILABLE (retryable, naming the deadline) within
@@ -203,7 +183,7 @@ fn a_network_that_stops_forwarding_is_store_unavailable_within_the_deadline() {
     };
     let _watchdog = Watchdog::new("a_network_that_stops_forwarding", Duration::from_secs(120));
     let proxy = Proxy::start(format!("{host}:{}", config.get_ports()[0]));
-    let schema = fresh_schema("proxy");
+    let schema = fresh_schema("idem_proxy");
     let (user, dbname) = (config.get_user().unwrap(), config.get_dbname().unwrap());
     let proxied = format!("postgres://{user}@127.0.0.1:{}/{dbname}", proxy.port);
     let store = PgStore::builder(&proxied).schema(&schema).operation_timeout(DEADLINE).build().unwrap();
@@ -273,7 +253,7 @@ struct OwnCluster {
 
 impl OwnCluster {
     fn start() -> OwnCluster {
-        let dir = std::env::temp_dir().join(fresh_schema("frozen"));
+        let dir = std::env::temp_dir().join(fresh_schema("idem_frozen"));
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/pg");
         let started = Command::new("bash").arg(script).arg("start").arg(&dir).output().unwrap();
         assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::postgres::{fresh_schema, test_url};
 use idem::{AsyncStore, ErrorCode, MemoryStore, SqliteStore, Status, Store, idempotent};
 use proptest::prelude::*;
 
@@ -85,14 +86,8 @@ fn tenants_on_sqlite_stay_apart() {
 
 #[test]
 fn tenants_on_postgres_stay_apart() {
-    let Some(url) = std::env::var("IDEM_TEST_DATABASE_URL").ok().filter(|url| !url.is_empty()) else {
-        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") {
-            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests");
-        }
-        return eprintln!("SKIPPED tenants_on_postgres_stay_apart: set IDEM_TEST_DATABASE_URL");
-    };
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let schema = format!("idem_tenants_{}_{nanos}", std::process::id());
+    let Some(url) = test_url("tenants_on_postgres_stay_apart") else { return };
+    let schema = fresh_schema("idem_tenants");
     let store = idem::PgStore::builder(&url).schema(&schema).build().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(two_tenants_stay_apart(&store));

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::postgres::{fresh_schema, test_url};
 use idem::store::RecordId;
 use idem::testing::conformance::PlantRecord;
 use idem::{AsyncStore, ErrorCode, MemoryStore, SqliteStore, Store, idempotent};
@@ -79,15 +80,8 @@ fn an_unknown_state_is_record_unreadable_in_the_memory_and_sqlite_stores() {
 
 #[test]
 fn an_unknown_state_in_postgres_is_record_unreadable() {
-    let url = match std::env::var("IDEM_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests")
-        }
-        _ => return eprintln!("SKIPPED: set IDEM_TEST_DATABASE_URL (`bash .ci/pg start DIR` prints one)"),
-    };
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let schema = format!("idem_unreadable_{}_{nanos}", std::process::id());
+    let Some(url) = test_url("an_unknown_state_in_postgres_is_record_unreadable") else { return };
+    let schema = fresh_schema("idem_unreadable");
     let store = idem::store::PgStore::builder(&url).schema(&schema).build().unwrap();
     store.plant_state(RecordId { namespace: NAMESPACE, key: KEY }, "paused").unwrap();
     assert_unreadable(&store);
