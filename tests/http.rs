@@ -3,6 +3,10 @@
 //! service's effects counted, on the memory, SQLite and PostgreSQL stores; an operator's
 //! settling of a key; the layer's spans and counters.
 
+#[path = "support/broken_store.rs"]
+mod broken_store;
+#[path = "support/postgres.rs"]
+mod postgres;
 #[path = "http/support.rs"]
 mod support;
 // The telemetry tests' capturing layer, for the layer's spans.

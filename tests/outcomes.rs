@@ -1,14 +1,16 @@
 //! Every answer of DESIGN.md section 3 and the traps of section 8 that the core covers,
 //! each through a real tool.
 
+#[path = "support/broken_store.rs"]
+mod broken_store;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use idem::store::{BoxFuture, Completion, Record, RecordId, Reservation, Reserve, StoreError, Token};
-use idem::{AsyncStore, ErrorCode, MemoryStore, Outcome, Status, Store, idempotent};
+use broken_store::BrokenStore;
+use idem::{ErrorCode, MemoryStore, Outcome, Status, idempotent};
 use support::{Billing, ToolError};
 
 fn code<T: std::fmt::Debug>(result: Result<T, ToolError>) -> ErrorCode {
@@ -128,73 +130,6 @@ fn an_empty_key_field_is_invalid_and_the_body_does_not_run() {
         assert_eq!(code(result), ErrorCode::InvalidKey);
     }
     assert_eq!(billing.total_effects(), 0);
-}
-
-/// A store that fails every operation, as an unreachable database does.
-struct BrokenStore;
-
-fn broken() -> StoreError {
-    StoreError::Backend("connection refused".into())
-}
-
-impl Store for BrokenStore {
-    fn reserve(&self, _: Reserve<'_>) -> Result<Reservation, StoreError> {
-        Err(broken())
-    }
-    fn take_over(&self, _: RecordId<'_>, _: Token, _: Duration) -> Result<Token, StoreError> {
-        Err(broken())
-    }
-    fn renew(&self, _: idem::store::Renew<'_>) -> Result<(), StoreError> {
-        Err(broken())
-    }
-    fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
-        Err(broken())
-    }
-    fn release(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
-        Err(broken())
-    }
-    fn abandon(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
-        Err(broken())
-    }
-    fn read(&self, _: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        Err(broken())
-    }
-    fn purge(&self, _: usize) -> Result<usize, StoreError> {
-        Err(broken())
-    }
-}
-
-impl AsyncStore for BrokenStore {
-    fn reserve<'a>(&'a self, _: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn take_over<'a>(&'a self, _: RecordId<'a>, _: Token, _: Duration) -> BoxFuture<'a, Result<Token, StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn renew<'a>(&'a self, _: idem::store::Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn complete<'a>(
-        &'a self,
-        _: RecordId<'a>,
-        _: Token,
-        _: Completion<'a>,
-        _: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn release<'a>(&'a self, _: RecordId<'a>, _: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn abandon<'a>(&'a self, _: RecordId<'a>, _: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn read<'a>(&'a self, _: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
-    fn purge(&self, _: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(async { Err(broken()) })
-    }
 }
 
 #[test]

@@ -1,15 +1,14 @@
 //! The same rules on SQLite and PostgreSQL, and a store that fails.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use idem::http::IdempotencyLayer;
-use idem::store::{Completion, FromSync, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
 use idem::{AsyncStore, SqliteStore};
 use tokio::sync::Barrier;
 
+use crate::broken_store::BrokenStore;
+use crate::postgres::{fresh_schema, test_url};
 use crate::support::{app, post_invoice, send, serve};
 
 const INVOICE: &str = r#"{"customer":"acme","amount":120}"#;
@@ -67,17 +66,8 @@ async fn sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres() {
-    let url = match std::env::var("IDEM_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("http::stores::postgres: IDEM_TEST_DATABASE_URL is not set under CI")
-        }
-        _ => {
-            let _ = writeln!(std::io::stderr(), "SKIPPED http::stores::postgres: set IDEM_TEST_DATABASE_URL to run it");
-            return;
-        }
-    };
-    let schema = format!("idem_http_{}", std::process::id());
+    let Some(url) = test_url("http::stores::postgres") else { return };
+    let schema = fresh_schema("idem_http");
     let store = idem::PgStore::builder(&url).schema(&schema).build().unwrap();
     store.migrate().await.unwrap();
     the_rules_hold_on(Arc::new(store)).await;
@@ -86,43 +76,9 @@ async fn postgres() {
     client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
 }
 
-/// A store that fails every operation, as an unreachable database does.
-struct Unreachable;
-
-fn refused<T>() -> Result<T, StoreError> {
-    Err(StoreError::Backend("connection refused".into()))
-}
-
-impl Store for Unreachable {
-    fn reserve(&self, _: Reserve<'_>) -> Result<Reservation, StoreError> {
-        refused()
-    }
-    fn take_over(&self, _: RecordId<'_>, _: Token, _: Duration) -> Result<Token, StoreError> {
-        refused()
-    }
-    fn renew(&self, _: Renew<'_>) -> Result<(), StoreError> {
-        refused()
-    }
-    fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
-        refused()
-    }
-    fn release(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
-        refused()
-    }
-    fn abandon(&self, _: RecordId<'_>, _: Token) -> Result<(), StoreError> {
-        refused()
-    }
-    fn read(&self, _: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        refused()
-    }
-    fn purge(&self, _: usize) -> Result<usize, StoreError> {
-        refused()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_fails_is_a_503_and_the_service_does_not_run() {
-    let (router, billing) = app(IdempotencyLayer::new(FromSync(Unreachable)));
+    let (router, billing) = app(IdempotencyLayer::new(BrokenStore));
     let addr = serve(router).await;
     let reply = post_invoice(addr, "k", INVOICE).await;
     assert_eq!((reply.status, reply.problem().as_str()), (503, "store-unavailable"));
