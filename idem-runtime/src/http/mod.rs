@@ -78,9 +78,11 @@
 //! - The span `execute_tool <name>`, the counters ([`metrics`](crate::metrics)), the
 //!   `metrics` facade and lifecycle events are a tool's.
 //!
-//! The stored result is pinned JSON, which `idem show` prints and `idem resolve --result`
-//! takes: `{"status": 201, "headers": [["content-type", "application/json"]], "body":
-//! "..."}` (`"body_base64"` instead of `"body"` for a body that is not UTF-8).
+//! The stored result is pinned JSON, which `idem show` prints and `idem resolve http KEY
+//! --done '<json>'` takes (`http` is the layer's [`namespace`](IdempotencyLayer::namespace)
+//! unless you name another): `{"status": 201, "headers": [["content-type",
+//! "application/json"]], "body": "..."}` (`"body_base64"` instead of `"body"` for a body
+//! that is not UTF-8).
 //!
 //! The layer needs the request and response body types to be `From<Bytes>`, as axum's
 //! `Body` and `http_body_util::Full<Bytes>` are: it reads the body to fingerprint it and
