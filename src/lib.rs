@@ -109,8 +109,14 @@
 //!   errors that happen after the side effect. Default `release`.
 //! - `timeout = "2s"` (async tools, `tokio` feature, on by default): the caller gets
 //!   TIMEOUT in time while the body goes on as a task and completes the key. The body
-//!   must not borrow from the caller (`Send + 'static`: no `&self`, no `&T` parameters),
-//!   and the store must be `'static`.
+//!   must not borrow from the caller (`Send + 'static`: no `&self`, no `&T` parameters;
+//!   a method takes `self: Arc<Self>`), and the store must be `'static` (a `static`, or
+//!   the default store). rmcp tools are the exception: there [`tasks`] applies the
+//!   timeout to the whole `tools/call`, which runs on a clone of the server, so `&self`
+//!   and `store = self.store` work (see [MCP Tasks](#mcp-tasks)); without [`tasks`] on
+//!   the server's `ServerHandler` impl an rmcp tool's timeout does not take effect (the
+//!   call waits for its body; a warning says so once per tool), and with `scope` it does
+//!   not compile yet.
 //! - `retain = "7d"`: how long a settled record is kept before [`Store::purge`] may remove
 //!   it. A retry after that runs the action again; keep records as long as any layer may
 //!   retry.
