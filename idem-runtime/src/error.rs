@@ -165,12 +165,16 @@ struct Details {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Running {
-    /// How long to wait before asking again (the status function, or the same call).
-    /// It is how long the call has run so far, at least 1 s and at most 30 s, never more
-    /// than a third of the tool's lease, and for IN_PROGRESS never later than just after
-    /// the running call's lease ends, when a key whose process died is freed. So
-    /// a quick call is polled quickly, a long export every half minute, and a caller that
-    /// waits as told is never more than a short step behind.
+    /// How long to wait before asking again (the status function, or the same call), in
+    /// whole milliseconds. It is how long the call has run so far, at least 1 s and at
+    /// most 30 s; then capped at a third of the tool's lease and, for IN_PROGRESS, at
+    /// 100 ms after the running call's current lease ends; never under 100 ms. The caps
+    /// win over the 1 s minimum (a lease under 3 s gives a hint under 1 s: 666 ms for a
+    /// 2 s lease), because the hint exists to bring a caller back before a holder that
+    /// died could be freed; only the 100 ms floor wins over them (leases under 300 ms).
+    /// So a quick call is polled within a second, a long export every half minute, and a
+    /// caller that waits as told learns of a dead holder within moments of its key being
+    /// freed.
     pub retry_after: std::time::Duration,
     /// When the running call started, in milliseconds since the Unix epoch by the store's
     /// clock (for IN_PROGRESS; a TIMEOUT leaves it out).

@@ -112,11 +112,16 @@ pub(crate) fn running(tool: &Tool, since_ms: i64, lease_until_ms: i64, progress:
 /// See [`Running::retry_after`]: `elapsed` is how long the call has run, `lease_left` how
 /// long its current lease still holds (the store's times against this process's clock,
 /// which is why the bounds matter more than the exact value).
+///
+/// The lease's caps come before the 1 s minimum: the hint exists to bring a caller back
+/// before a holder that died could be freed. Whole milliseconds, as the wire says it, so
+/// an answer reads back equal and every place that shows the hint shows the same number.
 pub(crate) fn retry_after(elapsed: Duration, lease: Duration, lease_left: Option<Duration>) -> Duration {
     const SOONEST: Duration = Duration::from_millis(100);
     let hint = elapsed.clamp(Duration::from_secs(1), Duration::from_secs(30)).min(lease / 3);
     let hint = lease_left.map_or(hint, |left| hint.min(left + SOONEST));
-    hint.max(SOONEST)
+    let whole_ms = Duration::from_millis(u64::try_from(hint.as_millis()).unwrap_or(u64::MAX));
+    whole_ms.max(SOONEST)
 }
 
 /// A wait as a suggestion says it: `800 ms`, `3 s` (whole seconds, rounded up).
@@ -270,10 +275,36 @@ mod tests {
         assert_eq!(retry_after(s(4), lease, Some(ms(500))), ms(600), "just after the lease ends");
         assert_eq!(retry_after(s(4), lease, Some(ms(0))), ms(100), "soon, at an ended lease");
         assert_eq!(retry_after(s(4), ms(150), None), ms(100), "never sooner than 100 ms");
+        assert_eq!(retry_after(s(4), lease, Some(ms(300) + Duration::from_nanos(1))), ms(400), "whole milliseconds");
         assert_eq!(wait_text(ms(800)), "800 ms");
         assert_eq!(wait_text(ms(2001)), "3 s");
         assert_eq!(wait_text(ms(0)), "0 ms");
         assert_eq!(wait_text(s(30)), "30 s");
+    }
+
+    /// Under a lease shorter than 3 s, a third of the lease wins over the 1 s minimum: a
+    /// caller that waits as told comes back before a holder that died could be freed.
+    #[test]
+    fn a_short_lease_caps_the_hint_below_a_second() {
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        for (lease, hint) in [(s(3), s(1)), (s(2), ms(666)), (s(1), ms(333)), (ms(500), ms(166)), (ms(240), ms(100))] {
+            for elapsed in [Duration::ZERO, ms(200), s(5), s(600)] {
+                assert_eq!(retry_after(elapsed, lease, None), hint, "lease {lease:?}, run for {elapsed:?}");
+                let running = retry_after(elapsed, lease, Some(lease));
+                assert_eq!(running, hint, "lease {lease:?}, run for {elapsed:?}, just renewed");
+            }
+        }
+        // A running call whose lease ends sooner than that is asked about just after it ends.
+        assert_eq!(retry_after(s(5), s(2), Some(ms(200))), ms(300));
+
+        // What a caller reads is what the code holds: the answer reads back equal.
+        let key = build_key(TOOL.name, TOOL.template, &[&"acme"]).unwrap();
+        let hint = retry_after(s(5), s(2), Some(s(2)));
+        let error = in_progress(&TOOL, &key, Running { retry_after: hint, since_ms: Some(7), progress: None });
+        assert_eq!(error.retry_after(), Some(ms(666)));
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["error"]["retry_after_ms"], 666);
+        assert_eq!(serde_json::from_value::<Error>(json).unwrap(), error, "the hint reads back equal");
     }
 
     #[test]

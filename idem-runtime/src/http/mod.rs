@@ -116,7 +116,9 @@
 //! names which.
 //! ### request-in-progress
 //! `409`: the first request with the key is being processed; `Retry-After` says when to
-//! ask again (from its lease: how long it has run, between 1 and 30 seconds).
+//! ask again: the retry hint ([`Running::retry_after`](crate::Running::retry_after)) in
+//! whole seconds, rounded up (the header has no fractions), so at least 1 even under a
+//! lease shorter than 3 s.
 //! ### outcome-unknown
 //! `409`: the first request started and its outcome could not be recorded; it is not run
 //! again until an operator settles it.
