@@ -12,6 +12,8 @@
 //! - `error_serde`: `idem::Error` round-trips through serde.
 //! - `default_store`: the default store does not move with the working directory.
 //! - `slow_calls`: leases renewed while a body runs; killed processes and `max_hold`.
+//! - `stable_identifiers`: key field types that make a reworded retry one key and refuse an
+//!   unknown identifier before anything is reserved.
 //! - `tenants`: `scope = expr` keeps each caller's records apart.
 //! - `pg_faults`: a PostgreSQL server or network that stops answering never hangs a call.
 
@@ -21,6 +23,8 @@ mod custom_store;
 mod default_store;
 #[path = "edges/error_serde.rs"]
 mod error_serde;
+#[path = "support/stable_identifiers.rs"]
+mod identifiers;
 #[path = "edges/namespaces.rs"]
 mod namespaces;
 #[path = "edges/pg.rs"]
@@ -39,6 +43,8 @@ mod slow_calls;
 mod sqlite_file_replaced;
 #[path = "edges/sqlite_open.rs"]
 mod sqlite_open;
+#[path = "edges/stable_identifiers.rs"]
+mod stable_identifiers;
 #[path = "edges/store_methods.rs"]
 mod store_methods;
 #[path = "edges/tenants.rs"]

@@ -383,6 +383,10 @@ async fn records_written_under_rust_field_names_keep_matching() {
     client.cancel().await.unwrap();
 }
 
+#[path = "support/stable_identifiers.rs"]
+mod identifiers;
+#[path = "frameworks_rmcp/stable_identifiers.rs"]
+mod stable_identifiers;
 #[path = "frameworks_rmcp/tasks.rs"]
 mod tasks;
 #[path = "frameworks_rmcp/tenants.rs"]
