@@ -68,7 +68,9 @@
 //!   different values never give the same key; `<email:hash>` stores a hash instead of the
 //!   value. Two placeholders must be separated by a character such as `:` or `/`. Key
 //!   fields implement [`KeyPart`]: strings, integers, `bool`, `char`, or your identifier
-//!   types. Timestamps, call or attempt IDs, random values and floats do not compile.
+//!   types, which can also parse the model's wording into one form and refuse an unknown
+//!   identifier before anything is reserved (see [`KeyPart`]). Timestamps, call or
+//!   attempt IDs, random values and floats do not compile.
 //! - `compare = [amount, req.currency]`: fields that must be equal on a repeat. A
 //!   difference is a CONFLICT naming each field with its first and its new value. They
 //!   must implement `serde::Serialize`.

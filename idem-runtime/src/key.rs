@@ -22,6 +22,13 @@ use crate::error::{Error, ErrorCode};
 /// smart pointers. Implement it for your own identifier types (a `CustomerId` newtype)
 /// by writing their stable text form. Do not implement it for clock readings, floats or
 /// per-call random values: a retry would get a different key and run the action again.
+///
+/// Such a type can also make the model's wording stable: its `FromStr` and `Deserialize`
+/// parse what a model may write ("October 2026", "oct 2026", "2026-10") into one value
+/// and refuse what names nothing ("Octember 2026", a customer your data does not have)
+/// where the arguments are parsed, before anything is reserved, and `write_key_text`
+/// writes the one canonical form (`2026-10`). The README's *Stable identifiers* shows a
+/// `Period` and a `Customer` that do, for plain functions and rmcp's `Parameters`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an idempotency key field",
     label = "this key field has type `{Self}`, which is not a stable business identifier",
