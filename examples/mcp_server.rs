@@ -44,20 +44,18 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use idem::{SqliteStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig, GetTaskParams,
-    Implementation, TaskStatus,
-};
+use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// The arguments of `send_invoice`.
+/// The arguments of `send_invoice`: rmcp reads them from the call's JSON (`Deserialize`)
+/// and shows the model their JSON schema (`JsonSchema`, through rmcp's own schemars, so
+/// no `schemars` dependency of your own).
 #[derive(Deserialize, schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 struct SendInvoice {
@@ -133,6 +131,8 @@ impl Billing {
     }
 }
 
+// `name` is what clients show for this server (`serverInfo`; its version is this crate's,
+// or `version = "..."`). Without it rmcp reports itself: "rmcp" and rmcp's version.
 #[tool_handler(
     name = "idem-billing",
     instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
@@ -147,20 +147,7 @@ impl Billing {
     }
 }
 
-/// Errors end the process with one line on stderr, never a panic's backtrace: an MCP
-/// client shows that line to the person who configured the server.
-#[tokio::main]
-async fn main() -> ExitCode {
-    let run = if std::env::args().any(|arg| arg == "--demo") { demo().await } else { serve().await };
-    match run {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("mcp_server: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
+/// Serves MCP on stdin and stdout, with its keys in `IDEM_DB`, else the default store's file.
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let path = match std::env::var_os("IDEM_DB") {
         Some(path) => PathBuf::from(path),
@@ -176,69 +163,36 @@ async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// What a model's client sees when it retries: the server and rmcp's client in one
-/// process, over an in-memory pipe, with a fresh key store.
-async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::temp_dir().join(format!("idem-mcp-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let billing = Billing::open(&dir.join("keys.db"))?;
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    let server_billing = billing.clone();
-    tokio::spawn(async move {
-        if let Ok(server) = server_billing.serve(server_io).await {
-            let _ = server.waiting().await;
+/// Errors end the process with one line on stderr, never a panic's backtrace: an MCP
+/// client shows that line to the person who configured the server.
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let run = if std::env::args().any(|arg| arg == "--demo") { demo::run().await } else { serve().await };
+    match run {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp_server: {error}");
+            std::process::ExitCode::FAILURE
         }
-    });
-    let client = ().serve(client_io).await?;
-
-    for tool in client.list_all_tools().await? {
-        println!("tool {:<20} annotations {}", tool.name, serde_json::to_string(&tool.annotations)?);
     }
-    let calls = [
-        (
-            "the model sends the invoice",
-            "send_invoice",
-            json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": "October support"}),
-        ),
-        (
-            "its call timed out: it retries, reworded",
-            "send_invoice",
-            json!({"customer": "ACME", "period": "2026-10", "amount": 120.0, "memo": "Support, Oct."}),
-        ),
-        (
-            "it retries with another amount",
-            "send_invoice",
-            json!({"customer": "acme", "period": "2026-10", "amount": 150.0, "memo": "October support"}),
-        ),
-        (
-            "it checks the status instead, with the key's fields only",
-            "send_invoice_status",
-            json!({"customer": "acme", "period": "2026-10"}),
-        ),
-    ];
-    for (what, tool, args) in calls {
-        let args = args.as_object().expect("an object").clone();
-        let result = client.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await?;
-        let shown = result.structured_content.unwrap_or(Value::Null);
-        println!("\n{what}: {tool}\n  isError: {}\n  {shown}", result.is_error.unwrap_or(false));
-    }
-    let sent = billing.sent.lock().expect("the ledger is not poisoned").len();
-    println!("\ninvoices sent: {sent}");
-    client.cancel().await?;
-
-    slow_calls(&billing).await?;
-    let exports = billing.exports.lock().expect("the exports are not poisoned").len();
-    println!("\nledger exports made: {exports} (one per month)");
-    std::fs::remove_dir_all(&dir)?;
-    if sent != 1 || exports != 2 {
-        return Err(format!("{sent} invoices and {exports} exports for one invoice and two months").into());
-    }
-    Ok(())
 }
 
-/// A slow tool, through a client that takes MCP tasks and through one that does not.
-async fn slow_calls(billing: &Billing) -> Result<(), Box<dyn std::error::Error>> {
-    let connect = |tasks: bool| {
+/// What a model's client sees when it retries: the server and rmcp's client in one
+/// process, over an in-memory pipe, with a fresh key store.
+mod demo {
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams, Implementation,
+        TaskStatus,
+    };
+    use serde_json::{Value, json};
+
+    use super::Billing;
+
+    pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = std::env::temp_dir().join(format!("idem-mcp-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let billing = Billing::open(&dir.join("keys.db"))?;
         let (server_io, client_io) = tokio::io::duplex(64 * 1024);
         let server_billing = billing.clone();
         tokio::spawn(async move {
@@ -246,63 +200,124 @@ async fn slow_calls(billing: &Billing) -> Result<(), Box<dyn std::error::Error>>
                 let _ = server.waiting().await;
             }
         });
-        let capabilities =
-            if tasks { ClientCapabilities::builder().enable_tasks().build() } else { ClientCapabilities::default() };
-        ClientConfig::new(capabilities, Implementation::new("idem-demo", "0")).serve(client_io)
-    };
-    let export = |month: &str| {
-        let args = json!({"month": month}).as_object().expect("an object").clone();
-        CallToolRequestParams::new("export_ledger").with_arguments(args)
-    };
+        let client = ().serve(client_io).await?;
 
-    println!("\na client that takes MCP tasks exports October's ledger (a few seconds), twice:");
-    let client = connect(true).await?;
-    let mut task_ids = Vec::new();
-    for _ in 0..2 {
-        match client.call_tool_once(export("2026-10")).await? {
-            CallToolResponse::Task(created) => {
-                println!("  task {} ({:?})", created.task.task_id, created.task.status);
-                task_ids.push(created.task.task_id);
+        for tool in client.list_all_tools().await? {
+            println!("tool {:<20} annotations {}", tool.name, serde_json::to_string(&tool.annotations)?);
+        }
+        let calls = [
+            (
+                "the model sends the invoice",
+                "send_invoice",
+                json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": "October support"}),
+            ),
+            (
+                "its call timed out: it retries, reworded",
+                "send_invoice",
+                json!({"customer": "ACME", "period": "2026-10", "amount": 120.0, "memo": "Support, Oct."}),
+            ),
+            (
+                "it retries with another amount",
+                "send_invoice",
+                json!({"customer": "acme", "period": "2026-10", "amount": 150.0, "memo": "October support"}),
+            ),
+            (
+                "it checks the status instead, with the key's fields only",
+                "send_invoice_status",
+                json!({"customer": "acme", "period": "2026-10"}),
+            ),
+        ];
+        for (what, tool, args) in calls {
+            let args = args.as_object().expect("an object").clone();
+            let result = client.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await?;
+            let shown = result.structured_content.unwrap_or(Value::Null);
+            println!("\n{what}: {tool}\n  isError: {}\n  {shown}", result.is_error.unwrap_or(false));
+        }
+        let sent = billing.sent.lock().expect("the ledger is not poisoned").len();
+        println!("\ninvoices sent: {sent}");
+        client.cancel().await?;
+
+        slow_calls(&billing).await?;
+        let exports = billing.exports.lock().expect("the exports are not poisoned").len();
+        println!("\nledger exports made: {exports} (one per month)");
+        std::fs::remove_dir_all(&dir)?;
+        if sent != 1 || exports != 2 {
+            return Err(format!("{sent} invoices and {exports} exports for one invoice and two months").into());
+        }
+        Ok(())
+    }
+
+    /// A slow tool, through a client that takes MCP tasks and through one that does not.
+    async fn slow_calls(billing: &Billing) -> Result<(), Box<dyn std::error::Error>> {
+        let connect = |tasks: bool| {
+            let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+            let server_billing = billing.clone();
+            tokio::spawn(async move {
+                if let Ok(server) = server_billing.serve(server_io).await {
+                    let _ = server.waiting().await;
+                }
+            });
+            let capabilities = if tasks {
+                ClientCapabilities::builder().enable_tasks().build()
+            } else {
+                ClientCapabilities::default()
+            };
+            ClientConfig::new(capabilities, Implementation::new("idem-demo", "0")).serve(client_io)
+        };
+        let export = |month: &str| {
+            let args = json!({"month": month}).as_object().expect("an object").clone();
+            CallToolRequestParams::new("export_ledger").with_arguments(args)
+        };
+
+        println!("\na client that takes MCP tasks exports October's ledger (a few seconds), twice:");
+        let client = connect(true).await?;
+        let mut task_ids = Vec::new();
+        for _ in 0..2 {
+            match client.call_tool_once(export("2026-10")).await? {
+                CallToolResponse::Task(created) => {
+                    println!("  task {} ({:?})", created.task.task_id, created.task.status);
+                    task_ids.push(created.task.task_id);
+                }
+                other => return Err(format!("expected a task, got {other:?}").into()),
             }
-            other => return Err(format!("expected a task, got {other:?}").into()),
         }
-    }
-    if task_ids[0] != task_ids[1] {
-        return Err("a retry got a second task".into());
-    }
-    loop {
-        let state = client.get_task(GetTaskParams::new(&task_ids[0])).await?;
-        let message = state.task.task.status_message.clone().unwrap_or_default();
-        println!("  tasks/get: {:?} {message}", state.task.status());
-        if state.task.status() != TaskStatus::Working {
-            println!("  {}", serde_json::to_string(&state)?);
-            break;
+        if task_ids[0] != task_ids[1] {
+            return Err("a retry got a second task".into());
         }
-        let wait = state.task.task.poll_interval_ms.unwrap_or(1000);
-        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-    }
-    client.cancel().await?;
+        loop {
+            let state = client.get_task(GetTaskParams::new(&task_ids[0])).await?;
+            let message = state.task.task.status_message.clone().unwrap_or_default();
+            println!("  tasks/get: {:?} {message}", state.task.status());
+            if state.task.status() != TaskStatus::Working {
+                println!("  {}", serde_json::to_string(&state)?);
+                break;
+            }
+            let wait = state.task.task.poll_interval_ms.unwrap_or(1000);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        }
+        client.cancel().await?;
 
-    println!("\na client without tasks exports November's ledger:");
-    let client = connect(false).await?;
-    let timed_out = client.call_tool(export("2026-11")).await?;
-    println!(
-        "  isError: {}\n  {}",
-        timed_out.is_error.unwrap_or(false),
-        timed_out.structured_content.unwrap_or(Value::Null)
-    );
-    let status = CallToolRequestParams::new("export_ledger_status")
-        .with_arguments(json!({"month": "2026-11"}).as_object().expect("an object").clone());
-    loop {
-        let read = client.call_tool(status.clone()).await?.structured_content.unwrap_or(Value::Null);
-        if read["status"] != "in_progress" {
-            println!("  export_ledger_status: {read}");
-            break;
+        println!("\na client without tasks exports November's ledger:");
+        let client = connect(false).await?;
+        let timed_out = client.call_tool(export("2026-11")).await?;
+        println!(
+            "  isError: {}\n  {}",
+            timed_out.is_error.unwrap_or(false),
+            timed_out.structured_content.unwrap_or(Value::Null)
+        );
+        let status = CallToolRequestParams::new("export_ledger_status")
+            .with_arguments(json!({"month": "2026-11"}).as_object().expect("an object").clone());
+        loop {
+            let read = client.call_tool(status.clone()).await?.structured_content.unwrap_or(Value::Null);
+            if read["status"] != "in_progress" {
+                println!("  export_ledger_status: {read}");
+                break;
+            }
+            let wait = read["retry_after_ms"].as_u64().unwrap_or(1000);
+            println!("  export_ledger_status: in_progress ({}), asking again in {wait} ms", read["progress"]);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
         }
-        let wait = read["retry_after_ms"].as_u64().unwrap_or(1000);
-        println!("  export_ledger_status: in_progress ({}), asking again in {wait} ms", read["progress"]);
-        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        client.cancel().await?;
+        Ok(())
     }
-    client.cancel().await?;
-    Ok(())
 }

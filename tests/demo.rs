@@ -1,7 +1,8 @@
-//! The invoicing demo runs as the README says and ends with the article's counts. Run here
-//! with short delays; the example binary is built by `cargo test` beside this test.
+//! The examples run as the README says and end with the article's counts (run here with
+//! short delays; the example binaries are built by `cargo test` beside this test), and the
+//! README's code that it quotes from them is their text.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn example(name: &str) -> PathBuf {
@@ -78,4 +79,46 @@ fn the_billing_service_example_creates_one_invoice_per_caller() {
     assert!(stdout.contains("Idempotent-Replayed: true"), "{stdout}");
     assert!(stdout.contains("-> 422"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("invoices created: 2 (one per caller)"), "{stdout}");
+}
+
+/// The README's code that says it is quoted from a file (`<!-- quoted from PATH -->` on the
+/// line above the block) is that file's text: every piece between `// ...` lines is in the
+/// file, in order. So the README cannot drift from code that `cargo test` compiles.
+#[test]
+fn the_readme_quotes_compiled_files_verbatim() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut quoted = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        let Some(path) = line.strip_prefix("<!-- quoted from ").and_then(|rest| rest.strip_suffix(" -->")) else {
+            continue;
+        };
+        assert!(lines.next().is_some_and(|fence| fence.starts_with("```")), "a code block follows the mark for {path}");
+        let block: Vec<&str> = lines.by_ref().take_while(|line| !line.starts_with("```")).collect();
+        let file = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("the README quotes {path}: {e}"));
+        let mut from = 0;
+        for piece in block.split(|line| line.trim() == "// ...") {
+            let piece = piece.join("\n");
+            let piece = piece.trim_matches('\n');
+            match file[from..].find(piece) {
+                Some(at) => from += at + piece.len(),
+                None => {
+                    panic!("the README's quote of {path} is not its text:\n{}", first_difference(piece, &file[from..]))
+                }
+            }
+        }
+        quoted.push(path);
+    }
+    for path in ["examples/mcp_server.rs", "tests/frameworks_rmcp/tenants.rs", "tests/support/stable_identifiers.rs"] {
+        assert!(quoted.contains(&path), "the README quotes {path} (marked `<!-- quoted from {path} -->`)");
+    }
+}
+
+/// The quoted piece up to its first line that the file does not continue with.
+fn first_difference(piece: &str, file: &str) -> String {
+    let lines: Vec<&str> = piece.lines().collect();
+    let matching = (1..=lines.len()).take_while(|&n| file.contains(&lines[..n].join("\n"))).last().unwrap_or(0);
+    let shown = lines.get(matching).copied().unwrap_or_default();
+    format!("{}\n>>> {shown}", lines[..matching].join("\n"))
 }
