@@ -81,6 +81,46 @@ fn the_billing_service_example_creates_one_invoice_per_caller() {
     assert_eq!(stdout.lines().last(), Some("invoices created: 2 (one per caller)"), "{stdout}");
 }
 
+#[cfg(feature = "rmcp")]
+#[test]
+fn the_mcp_server_demo_sends_one_invoice_and_makes_one_export_per_month() {
+    let stdout = succeeded(Command::new(example("mcp_server")).arg("--demo"));
+    assert!(stdout.contains("invoices sent: 1"), "{stdout}");
+    assert!(stdout.contains("\"code\":\"TIMEOUT\""), "a client without tasks gets TIMEOUT:\n{stdout}");
+    assert_eq!(stdout.lines().last(), Some("ledger exports made: 2 (one per month)"), "{stdout}");
+}
+
+/// What an MCP client shows for the server is the example's own name and version, not
+/// rmcp's (which it reports for a `#[tool_handler]` without `name`): over stdio, from a
+/// separate process, as a client starts it.
+#[cfg(feature = "rmcp")]
+#[test]
+fn the_mcp_server_names_itself_to_clients() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(example("mcp_server"))
+        .env("IDEM_DB", dir.path().join("keys.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the example is built by `cargo test --features rmcp`");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"idem-test","version":"0"}}}"#;
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    drop(stdin); // end of input: the server exits
+    let status = server.wait().unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    let info = &answer["result"]["serverInfo"];
+    assert_eq!(info["name"], "idem-billing", "{answer}");
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{answer}");
+    assert!(status.success(), "the server ends cleanly with its input: {status}");
+}
+
 /// The README's code that says it is quoted from a file (`<!-- quoted from PATH -->` on the
 /// line above the block) is that file's text: every piece between `// ...` lines is in the
 /// file, in order. So the README cannot drift from code that `cargo test` compiles.
