@@ -155,8 +155,9 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     }
 }
 
-/// `__idem_<tool>_task` (async rmcp tools): `tasks/get` for a task of this tool's, `None`
-/// for a task another tool recorded. `#[idem::status_tools]` asks each tool in turn.
+/// `__idem_<tool>_task` (async rmcp tools): `tasks/get`, `tasks/cancel` or `tasks/update`
+/// for a task of this tool's, `None` for another's. `#[idem::status_tools]` asks each tool
+/// in turn.
 fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, store: &TokenStream) -> TokenStream {
     let krate = &plan.krate;
     let sig = &item.sig;
@@ -168,20 +169,16 @@ fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, sto
         quote!(#receiver,)
     });
     let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+    let ask = Ident::new("__idem_ask", Span::mixed_site());
     quote! {
         #[doc(hidden)]
         #[allow(clippy::type_complexity)]
-        async fn #name #generics (#receiver #task: &#krate::__private::rmcp::tasks::TaskRecord)
-            -> ::core::option::Option<#krate::__private::rmcp::tasks::TaskAnswer>
+        async fn #name #generics (#receiver #task: &str, #ask: #krate::__private::rmcp::tasks::Ask)
+            -> #krate::__private::rmcp::tasks::ToolAnswer
             #where_clause
         {
             #tool
-            if #task.namespace != __IDEM_TOOL.namespace {
-                return ::core::option::Option::None;
-            }
-            ::core::option::Option::Some(
-                #krate::__private::rmcp::tasks::task_state::<#ret, _>(&__IDEM_TOOL, #store, &#task.key).await,
-            )
+            #krate::__private::rmcp::tasks::ask::<#ret, _>(&__IDEM_TOOL, #store, #task, #ask).await
         }
     }
 }
@@ -262,6 +259,10 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         None => quote!(#krate::__private::DEFAULT_RETAIN),
     };
     let serves_tasks = serves_tasks(plan, item);
+    let serving = match serves_tasks {
+        true => quote!(::core::option::Option::Some(&#krate::__private::rmcp::tasks::SERVING)),
+        false => quote!(::core::option::Option::None),
+    };
     let timeout = match plan.timeout_ms.filter(|_| serves_tasks) {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
@@ -279,7 +280,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             lease: #lease,
             max_hold: #max_hold,
             retain: #retain,
-            serves_tasks: #serves_tasks,
+            serving: #serving,
             timeout: #timeout,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),

@@ -5,6 +5,7 @@
 //! and the model never sees. So every idem answer that is not a result (IN_PROGRESS,
 //! CONFLICT, ...) becomes `Ok(CallToolResult::structured_error({"error": {...}}))`.
 
+#[doc(hidden)]
 pub mod tasks;
 
 use std::any::Any;
