@@ -30,8 +30,8 @@
 //!         ::idem::__private::rmcp::tasks::advertise(&mut __idem_info);
 //!         __idem_info
 //!     }
-//!     async fn get_task(&self, request: GetTaskParams, _: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-//!         let answer = ServesTasks::ask(self, &request.task_id, Ask::Get).await; // each tool in turn
+//!     async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+//!         let answer = ServesTasks::ask(self, &request.task_id, Ask::Get, &context).await; // each tool in turn
 //!         ::idem::__private::rmcp::tasks::state_of(answer, &request.task_id)
 //!     }
 //!     // cancel_task and update_task alike, with Ask::Cancel / Ask::Update and tasks::acknowledged
@@ -182,27 +182,27 @@ fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
             async fn get_task(
                 &self,
                 request: #rmcp::model::GetTaskParams,
-                _context: #context,
+                context: #context,
             ) -> ::core::result::Result<#rmcp::model::GetTaskResult, #rmcp::ErrorData> {
-                #tasks::state_of(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Get).await, &request.task_id)
+                #tasks::state_of(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Get, &context).await, &request.task_id)
             }
         },
         syn::parse_quote! {
             async fn cancel_task(
                 &self,
                 request: #rmcp::model::CancelTaskParams,
-                _context: #context,
+                context: #context,
             ) -> ::core::result::Result<(), #rmcp::ErrorData> {
-                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Cancel).await, &request.task_id)
+                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Cancel, &context).await, &request.task_id)
             }
         },
         syn::parse_quote! {
             async fn update_task(
                 &self,
                 request: #rmcp::model::UpdateTaskParams,
-                _context: #context,
+                context: #context,
             ) -> ::core::result::Result<(), #rmcp::ErrorData> {
-                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Update).await, &request.task_id)
+                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Update, &context).await, &request.task_id)
             }
         },
     ]
@@ -223,12 +223,9 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
         }
         let args = args_of(&method.attrs[idempotent]);
         krate.get_or_insert_with(|| args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::idem)));
-        if args.scope.is_some() {
-            continue; // a scoped tool serves no tasks (see `expand::serves_tasks`)
-        }
         let task_fn = format_ident!("__idem_{}_task", method.sig.ident);
         let receiver = method.sig.receiver().map(|_| quote!(self,));
-        asks.push(quote!(Self::#task_fn(#receiver task_id, ask).await));
+        asks.push(quote!(Self::#task_fn(#receiver task_id, ask, context).await));
     }
     let krate = krate?;
     let tasks = quote!(#krate::__private::rmcp::tasks);
@@ -237,7 +234,12 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
     let failed = syn::Ident::new("__idem_failed", Span::mixed_site());
     Some(quote! {
         impl #impl_generics #tasks::ServesTasks for #self_ty #where_clause {
-            async fn ask(&self, task_id: &str, ask: #tasks::Ask) -> #tasks::ToolAnswer {
+            async fn ask(
+                &self,
+                task_id: &str,
+                ask: #tasks::Ask,
+                context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
+            ) -> #tasks::ToolAnswer {
                 let mut #failed = ::core::option::Option::None;
                 #(
                     if let ::core::option::Option::Some(answer) = #tasks::first_answer(&mut #failed, #asks) {

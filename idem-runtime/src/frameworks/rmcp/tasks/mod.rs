@@ -35,6 +35,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::call::{Tool, cancel};
+use crate::key::{KeyPart, scope_prefix};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, now_ms};
 
@@ -60,6 +61,36 @@ pub enum Answer {
     Acknowledged,
 }
 
+/// Who asks about a task of a tool: what the tool's `scope` gives for the asking request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// The tool has no scope: every client of the server may ask about its tasks (whose
+    /// ids it can only know by being given them).
+    Anyone,
+    /// The asking request's scope, as the prefix every key of that scope starts with.
+    Scope(String),
+    /// The request carries no scope (no authenticated principal): it owns no task.
+    Unidentified,
+}
+
+impl Caller {
+    /// The caller whose request gives `scope`, extracted from it as the tool extracts it.
+    pub fn scoped(scope: &dyn KeyPart) -> Caller {
+        let mut text = String::new();
+        scope.write_key_text(&mut text);
+        if text.is_empty() { Caller::Unidentified } else { Caller::Scope(scope_prefix(&text)) }
+    }
+
+    /// Whether the caller may see the task of the record under `key`.
+    fn owns(&self, key: &str) -> bool {
+        match self {
+            Caller::Anyone => true,
+            Caller::Scope(prefix) => key.starts_with(prefix.as_str()),
+            Caller::Unidentified => false,
+        }
+    }
+}
+
 /// A tool's answer to a task request: `None` when the task is not the tool's.
 pub type ToolAnswer = Option<Result<Answer, ErrorData>>;
 
@@ -71,8 +102,14 @@ pub type ToolAnswer = Option<Result<Answer, ErrorData>>;
     note = "put #[idem::status_tools] above the #[tool_router] of the impl that holds this server's #[idempotent] tools"
 )]
 pub trait ServesTasks {
-    /// Asks each tool in turn: the first that knows `task_id` answers.
-    fn ask(&self, task_id: &str, ask: Ask) -> impl Future<Output = ToolAnswer> + Send;
+    /// Asks each tool in turn: the first that knows `task_id`, for the caller of the
+    /// request whose `context` this is, answers.
+    fn ask(
+        &self,
+        task_id: &str,
+        ask: Ask,
+        context: &RequestContext<RoleServer>,
+    ) -> impl Future<Output = ToolAnswer> + Send;
 }
 
 /// One tool's turn in [`ServesTasks::ask`]: `Some` answer to return, else the next tool
@@ -131,7 +168,10 @@ where
 /// `tasks/get`, `tasks/cancel` or `tasks/update` for task `task_id`, if it is one of
 /// `tool`'s (whose calls return `O`) in `store`: what `#[idempotent]` generates for an
 /// rmcp tool calls this.
-pub async fn ask<O, S>(tool: &'static Tool, store: &S, task_id: &str, ask: Ask) -> ToolAnswer
+///
+/// A task of a scoped tool is the caller's only when the caller's scope is the task's: any
+/// other caller gets the answer for an unknown id.
+pub async fn ask<O, S>(tool: &'static Tool, store: &S, (task_id, caller): (&str, Caller), ask: Ask) -> ToolAnswer
 where
     O: ToolOutput + IntoCallToolResult,
     O::Value: DeserializeOwned,
@@ -141,7 +181,7 @@ where
         return None;
     }
     let run = match records::run(store, task_id).await {
-        Ok(Some(run)) if run.namespace == tool.namespace => run,
+        Ok(Some(run)) if run.namespace == tool.namespace && caller.owns(&run.key) => run,
         Ok(_) => return None,
         Err(error) => return Some(Err(state::store_error(tool, task_id, &error))),
     };
