@@ -24,12 +24,12 @@
 //!
 //! ```text
 //! -> {"method": "tools/call", "params": {"name": "export_ledger", "arguments": {"month": "2026-10"}}}
-//! <- {"resultType": "task", "taskId": "idem1.bWNwX3NlcnZlcjo6ZXhwb3J0X2xlZGdlcg.bGVkZ2VyOjIwMjYtMTA",
-//!     "status": "working", "pollIntervalMs": 1000, "ttlMs": 604800000, ...}
-//! -> {"method": "tasks/get", "params": {"taskId": "idem1.bWNw...bGVkZ2VyOjIwMjYtMTA"}}
-//! <- {"taskId": "idem1.bWNw...", "status": "working", "statusMessage": "exporting page 2 of 3", ...}
-//! -> {"method": "tasks/get", "params": {"taskId": "idem1.bWNw..."}}
-//! <- {"taskId": "idem1.bWNw...", "status": "completed", "result": {"structuredContent":
+//! <- {"resultType": "task", "taskId": "idem2.q3L0Bd9sZqRk1c2Xy8JfPw",
+//!     "status": "working", "pollIntervalMs": 1000, "ttlMs": 608400000, ...}
+//! -> {"method": "tasks/get", "params": {"taskId": "idem2.q3L0Bd9sZqRk1c2Xy8JfPw"}}
+//! <- {"taskId": "idem2.q3L0...", "status": "working", "statusMessage": "exporting page 2 of 3", ...}
+//! -> {"method": "tasks/get", "params": {"taskId": "idem2.q3L0..."}}
+//! <- {"taskId": "idem2.q3L0...", "status": "completed", "result": {"structuredContent":
 //!     {"month": "2026-10", "rows": 3, "replayed": true}, ...}, ...}
 //! ```
 //!

@@ -209,11 +209,13 @@
 //! With [`tasks`] on an rmcp `ServerHandler` impl (below `#[tool_handler]`), a `tools/call`
 //! from a client that declared the Tasks extension (SEP-2663) answers with a task instead
 //! of TIMEOUT when its body outlives the tool's `timeout`, and instead of IN_PROGRESS when
-//! it finds the action running. The task id is the record's namespace and key: one task per
-//! action, whatever the number of retries, and `tasks/get` reads the store, so it answers
-//! after a restart and on every worker that shares the store. `tasks/cancel` reaches the
-//! body through [`cancel_requested`]. Clients without the extension get TIMEOUT and the
-//! status tools, as before. The README's rmcp section has the whole table.
+//! it finds the action running. A task stands for one run of the action: one task however
+//! often the model retries while it runs, a new one for a new run after a failure. Its id
+//! is opaque (an HMAC under a secret the store keeps), and `tasks/get` reads the store, so
+//! it answers after a restart and on every worker that shares the store; an ended task
+//! stays ended. `tasks/cancel` is recorded in the store and reaches the body through
+//! [`cancel_requested`]. Clients without the extension get TIMEOUT and the status tools,
+//! as before. The README's rmcp section has the whole table.
 //!
 //! # HTTP services
 //!

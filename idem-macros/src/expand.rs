@@ -155,33 +155,74 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     }
 }
 
-/// `__idem_<tool>_task` (async rmcp tools): `tasks/get` for a task of this tool's, `None`
-/// for a task another tool recorded. `#[idem::status_tools]` asks each tool in turn.
+/// `__idem_<tool>_task` (async rmcp tools): `tasks/get`, `tasks/cancel` or `tasks/update`
+/// for a task of this tool's, `None` for another's. `#[idem::status_tools]` asks each tool
+/// in turn. A scoped tool's task is the caller's only: the parameters the scope reads are
+/// extracted from the task request's own context, as rmcp extracts them for a call (an
+/// `Authenticated<T>` or `Extension<T>`), and the scope is computed as the tool computes it.
 fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, store: &TokenStream) -> TokenStream {
     let krate = &plan.krate;
+    let tasks = quote!(#krate::__private::rmcp::tasks);
     let sig = &item.sig;
     let name = format_ident!("__idem_{}_task", sig.ident);
-    let task = Ident::new("__idem_task", Span::mixed_site());
+    let (task, ask, context, caller) = (
+        Ident::new("__idem_task", Span::mixed_site()),
+        Ident::new("__idem_ask", Span::mixed_site()),
+        Ident::new("__idem_context", Span::mixed_site()),
+        Ident::new("__idem_caller", Span::mixed_site()),
+    );
     let receiver = sig.receiver().map(|receiver| {
         let mut receiver = receiver.clone();
         receiver.attrs.clear();
         quote!(#receiver,)
     });
+    let caller_is = match &plan.scope {
+        None => quote!(#tasks::Caller::Anyone),
+        Some(scope) => {
+            let service = if sig.receiver().is_some() { quote!(self) } else { quote!(&()) };
+            let tool_name = sig.ident.to_string();
+            let parts = Ident::new("__idem_parts", Span::mixed_site());
+            let label = syn::Lifetime::new("'__idem_caller", Span::mixed_site());
+            let extracted = plan.scope_inputs.iter().filter_map(|&i| match &sig.inputs[i] {
+                FnArg::Typed(typed) => {
+                    let (pat, ty) = (&typed.pat, &typed.ty);
+                    Some(quote! {
+                        let #pat = match <#ty as ::rmcp::handler::server::common::FromContextPart<_>>::from_context_part(&mut #parts) {
+                            ::core::result::Result::Ok(extracted) => extracted,
+                            ::core::result::Result::Err(_) => break #label #tasks::Caller::Unidentified,
+                        };
+                    })
+                }
+                FnArg::Receiver(_) => None,
+            });
+            quote! {
+                #label: {
+                    let mut #parts = ::rmcp::handler::server::tool::ToolCallContext::new(
+                        #service,
+                        ::rmcp::model::CallToolRequestParams::new(#tool_name),
+                        #context.clone(),
+                    );
+                    #(#extracted)*
+                    #tasks::Caller::scoped(&(#scope))
+                }
+            }
+        }
+    };
     let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
     quote! {
         #[doc(hidden)]
-        #[allow(clippy::type_complexity)]
-        async fn #name #generics (#receiver #task: &#krate::__private::rmcp::tasks::TaskRecord)
-            -> ::core::option::Option<#krate::__private::rmcp::tasks::TaskAnswer>
+        #[allow(clippy::type_complexity, unused_variables, unused_mut)]
+        async fn #name #generics (
+            #receiver
+            #task: &str,
+            #ask: #tasks::Ask,
+            #context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
+        ) -> #tasks::ToolAnswer
             #where_clause
         {
             #tool
-            if #task.namespace != __IDEM_TOOL.namespace {
-                return ::core::option::Option::None;
-            }
-            ::core::option::Option::Some(
-                #krate::__private::rmcp::tasks::task_state::<#ret, _>(&__IDEM_TOOL, #store, &#task.key).await,
-            )
+            let #caller = #caller_is;
+            #tasks::ask::<#ret, _>(&__IDEM_TOOL, #store, (#task, #caller), #ask).await
         }
     }
 }
@@ -262,6 +303,10 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         None => quote!(#krate::__private::DEFAULT_RETAIN),
     };
     let serves_tasks = serves_tasks(plan, item);
+    let serving = match serves_tasks {
+        true => quote!(::core::option::Option::Some(&#krate::__private::rmcp::tasks::SERVING)),
+        false => quote!(::core::option::Option::None),
+    };
     let timeout = match plan.timeout_ms.filter(|_| serves_tasks) {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
@@ -279,7 +324,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             lease: #lease,
             max_hold: #max_hold,
             retain: #retain,
-            serves_tasks: #serves_tasks,
+            serving: #serving,
             timeout: #timeout,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
@@ -288,10 +333,9 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
 }
 
 /// Whether the tool's calls may answer with an MCP task: async rmcp tools, whose task
-/// state `#[idem::status_tools]` serves. Not scoped ones: `tasks/get` carries only the
-/// task id, and a task id names a record whatever its scope.
-fn serves_tasks(plan: &Plan, item: &ItemFn) -> bool {
-    plan.scope.is_none() && item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
+/// state `#[idem::status_tools]` serves.
+fn serves_tasks(_plan: &Plan, item: &ItemFn) -> bool {
+    item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
 }
 
 /// One `key_part(&value)` per placeholder, spanned at the binding so that a type that

@@ -18,6 +18,7 @@
 //!
 //! ```text
 //! impl ServerHandler for Billing {
+//!     #[allow(unused_mut)] // the signature is kept as written; its body moved below
 //!     async fn call_tool(&self, request: ..., context: ...) -> Result<CallToolResponse, ErrorData> {
 //!         let __idem_offered = ::idem::__private::rmcp::tasks::offered(&context);
 //!         let __idem_server = ::idem::__private::rmcp::tasks::owned_server(self); // a clone
@@ -29,14 +30,11 @@
 //!         ::idem::__private::rmcp::tasks::advertise(&mut __idem_info);
 //!         __idem_info
 //!     }
-//!     async fn get_task(&self, request: GetTaskParams, _: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-//!         let task = TaskRecord::parse(&request.task_id)?;
-//!         match ServesTasks::task_state(self, &task).await { Some(answer) => answer, None => Err(unknown_task(&task)) }
+//!     async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+//!         let answer = ServesTasks::ask(self, &request.task_id, Ask::Get, &context).await; // each tool in turn
+//!         ::idem::__private::rmcp::tasks::state_of(answer, &request.task_id)
 //!     }
-//!     async fn cancel_task(&self, request: CancelTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-//!         let task = TaskRecord::parse(&request.task_id)?;
-//!         ... // an unknown task is an error, else cancel_task(&task)
-//!     }
+//!     // cancel_task and update_task alike, with Ask::Cancel / Ask::Update and tasks::acknowledged
 //! }
 //!
 //! impl Billing {
@@ -88,7 +86,7 @@ pub fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
         } else if method.sig.ident == "get_info" {
             found.1 = true;
             wrap_get_info(method, &krate);
-        } else if method.sig.ident == "get_task" || method.sig.ident == "cancel_task" {
+        } else if ["get_task", "cancel_task", "update_task"].iter().any(|name| method.sig.ident == name) {
             errors.at(
                 method.sig.ident.span(),
                 format!(
@@ -153,6 +151,8 @@ fn wrap_call_tool(method: &mut ImplItemFn, krate: &syn::Path, errors: &mut Error
     let tasks = quote!(#krate::__private::rmcp::tasks);
     let (offered, server) =
         (syn::Ident::new("__idem_offered", Span::mixed_site()), syn::Ident::new("__idem_server", Span::mixed_site()));
+    // The signature stays as written, `mut` bindings too: only the moved body uses them.
+    method.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
     method.block = syn::parse_quote!({
         let #offered = #tasks::offered(&#context);
         let #server = #tasks::owned_server(self);
@@ -176,37 +176,36 @@ fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
     let tasks = quote!(#krate::__private::rmcp::tasks);
     // rmcp's own paths, as `#[tool_handler]` writes them: the server depends on rmcp.
     let rmcp = quote!(::rmcp);
-    let get: ImplItem = syn::parse_quote! {
-        async fn get_task(
-            &self,
-            request: #rmcp::model::GetTaskParams,
-            _context: #rmcp::service::RequestContext<#rmcp::RoleServer>,
-        ) -> ::core::result::Result<#rmcp::model::GetTaskResult, #rmcp::ErrorData> {
-            let task = #tasks::TaskRecord::parse(&request.task_id)?;
-            match #tasks::ServesTasks::task_state(self, &task).await {
-                ::core::option::Option::Some(answer) => answer,
-                ::core::option::Option::None => ::core::result::Result::Err(#tasks::unknown_task(&task)),
+    let context = quote!(#rmcp::service::RequestContext<#rmcp::RoleServer>);
+    vec![
+        syn::parse_quote! {
+            async fn get_task(
+                &self,
+                request: #rmcp::model::GetTaskParams,
+                context: #context,
+            ) -> ::core::result::Result<#rmcp::model::GetTaskResult, #rmcp::ErrorData> {
+                #tasks::state_of(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Get, &context).await, &request.task_id)
             }
-        }
-    };
-    let cancel: ImplItem = syn::parse_quote! {
-        async fn cancel_task(
-            &self,
-            request: #rmcp::model::CancelTaskParams,
-            _context: #rmcp::service::RequestContext<#rmcp::RoleServer>,
-        ) -> ::core::result::Result<(), #rmcp::ErrorData> {
-            let task = #tasks::TaskRecord::parse(&request.task_id)?;
-            match #tasks::ServesTasks::task_state(self, &task).await {
-                ::core::option::Option::Some(::core::result::Result::Err(error)) => ::core::result::Result::Err(error),
-                ::core::option::Option::Some(::core::result::Result::Ok(_)) => {
-                    #tasks::cancel_task(&task);
-                    ::core::result::Result::Ok(())
-                }
-                ::core::option::Option::None => ::core::result::Result::Err(#tasks::unknown_task(&task)),
+        },
+        syn::parse_quote! {
+            async fn cancel_task(
+                &self,
+                request: #rmcp::model::CancelTaskParams,
+                context: #context,
+            ) -> ::core::result::Result<(), #rmcp::ErrorData> {
+                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Cancel, &context).await, &request.task_id)
             }
-        }
-    };
-    vec![get, cancel]
+        },
+        syn::parse_quote! {
+            async fn update_task(
+                &self,
+                request: #rmcp::model::UpdateTaskParams,
+                context: #context,
+            ) -> ::core::result::Result<(), #rmcp::ErrorData> {
+                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Update, &context).await, &request.task_id)
+            }
+        },
+    ]
 }
 
 /// The `ServesTasks` impl for the type of a `#[tool_router]` impl: `tasks/get` asks each
@@ -224,26 +223,30 @@ pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
         }
         let args = args_of(&method.attrs[idempotent]);
         krate.get_or_insert_with(|| args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::idem)));
-        if args.scope.is_some() {
-            continue; // a scoped tool serves no tasks (see `expand::serves_tasks`)
-        }
         let task_fn = format_ident!("__idem_{}_task", method.sig.ident);
         let receiver = method.sig.receiver().map(|_| quote!(self,));
-        asks.push(quote! {
-            if let ::core::option::Option::Some(answer) = Self::#task_fn(#receiver task).await {
-                return ::core::option::Option::Some(answer);
-            }
-        });
+        asks.push(quote!(Self::#task_fn(#receiver task_id, ask, context).await));
     }
     let krate = krate?;
     let tasks = quote!(#krate::__private::rmcp::tasks);
     let (impl_generics, _, where_clause) = item_impl.generics.split_for_impl();
     let self_ty = &item_impl.self_ty;
+    let failed = syn::Ident::new("__idem_failed", Span::mixed_site());
     Some(quote! {
         impl #impl_generics #tasks::ServesTasks for #self_ty #where_clause {
-            async fn task_state(&self, task: &#tasks::TaskRecord) -> ::core::option::Option<#tasks::TaskAnswer> {
-                #(#asks)*
-                ::core::option::Option::None
+            async fn ask(
+                &self,
+                task_id: &str,
+                ask: #tasks::Ask,
+                context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
+            ) -> #tasks::ToolAnswer {
+                let mut #failed = ::core::option::Option::None;
+                #(
+                    if let ::core::option::Option::Some(answer) = #tasks::first_answer(&mut #failed, #asks) {
+                        return ::core::option::Option::Some(::core::result::Result::Ok(answer));
+                    }
+                )*
+                #failed.map(::core::result::Result::Err)
             }
         }
     })

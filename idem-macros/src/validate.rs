@@ -43,6 +43,9 @@ pub struct Plan {
     /// Indices into the signature's inputs that the `store` or `scope` expression uses:
     /// what the status function takes besides the key's fields.
     pub store_inputs: Vec<usize>,
+    /// Indices into the signature's inputs that the `scope` expression uses: what an rmcp
+    /// tool's `tasks/get` extracts from its own request to learn the caller's scope.
+    pub scope_inputs: Vec<usize>,
     /// Where the key's fields sit in the JSON arguments of an rmcp tool, when they all come
     /// from one `Parameters(..): Parameters<T>` argument; what its status tool takes.
     pub params_key: Option<ParamsKey>,
@@ -146,19 +149,10 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     // The scope is part of the record's identity: `<fn>_record_id` and the status function
     // take what it reads, as they take what the `store` expression reads.
     let mut key_inputs = status_inputs.clone();
+    let mut scope_inputs = Vec::new();
     if let Some(scope) = &args.scope {
-        if let Some((_, timeout)) = args.timeout
-            && crate::frameworks::detect(&item.attrs) == crate::frameworks::Framework::Rmcp
-        {
-            errors.at(
-                timeout,
-                "`timeout` cannot be combined with `scope` on an rmcp tool yet: a timed-out call is answered \
-                 with an MCP task, and `tasks/get` names the task only, whatever its scope; drop `timeout` \
-                 (the status tool answers for the running call)",
-            );
-        }
-        let scope_inputs = crate::scope::inputs(scope, &bindings, item, errors);
-        for arg in scope_inputs {
+        scope_inputs = crate::scope::inputs(scope, &bindings, item, errors);
+        for &arg in &scope_inputs {
             if !key_inputs.contains(&arg) {
                 key_inputs.push(arg);
             }
@@ -198,6 +192,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         status_inputs,
         key_inputs,
         store_inputs,
+        scope_inputs,
         params_key,
     })
 }

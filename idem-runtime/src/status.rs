@@ -120,20 +120,6 @@ where
     }
 }
 
-/// Reads the status of the record under `key`, a key derived earlier (a task's). Never
-/// reserves.
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
-pub(crate) async fn status_by_key<S, T>(tool: &'static Tool, store: &S, key: &str) -> Result<Status<T>, Error>
-where
-    S: AsyncStore + ?Sized,
-    T: DeserializeOwned,
-{
-    crate::call::claim(tool)?;
-    let key = Key::stored(key);
-    let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;
-    status_of(tool, &key, read)
-}
-
 fn status_of<T: DeserializeOwned>(
     tool: &Tool,
     key: &Key,

@@ -1,9 +1,10 @@
 //! MCP Tasks (SEP-2663) through rmcp's own client: a slow call answers a client that takes
-//! tasks with a task keyed by the business action, and a client that does not with TIMEOUT.
-//! The task is a view of the record: the same for every retry, read from the store by
-//! `tasks/get`, and still there after the server is rebuilt on the same store.
+//! tasks with the task of its run, and a client that does not with TIMEOUT. The task is a
+//! view of the record: the same for every retry of the run, read from the store by
+//! `tasks/get`, and still there (with the same times) after the server is rebuilt on the
+//! same store. Its id reveals nothing and cannot be computed; an ended task stays ended.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -11,9 +12,9 @@ use idem::{MemoryStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, Implementation, TaskPayload, TaskStatus,
+    ErrorCode, GetTaskParams, GetTaskResult, Implementation, TaskPayload, TaskStatus, UpdateTaskParams,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -36,6 +37,8 @@ struct Ledger {
     exports: Arc<AtomicUsize>,
     /// Opened by the test when an export may finish.
     gate: Arc<Semaphore>,
+    /// Set by the test to make a running export fail.
+    fail: Arc<AtomicBool>,
 }
 
 #[idem::status_tools]
@@ -49,6 +52,9 @@ impl Ledger {
         loop {
             if idem::cancel_requested() {
                 return Err(ErrorData::internal_error("export cancelled", None));
+            }
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(ErrorData::internal_error("the ledger is locked", None));
             }
             idem::progress(format!("exporting {}", req.month));
             tokio::select! {
@@ -70,7 +76,7 @@ impl ServerHandler for Ledger {}
 
 impl Ledger {
     fn new() -> Ledger {
-        Ledger { exports: Arc::default(), gate: Arc::new(Semaphore::new(0)) }
+        Ledger { exports: Arc::default(), gate: Arc::new(Semaphore::new(0)), fail: Arc::default() }
     }
 }
 
@@ -146,7 +152,8 @@ async fn a_slow_call_is_one_task_for_every_retry_and_outlives_its_server() {
     let working = get(&client, &first).await;
     assert_eq!(working.task.status(), TaskStatus::Working);
     assert!(working.task.task.poll_interval_ms.is_some());
-    assert_ne!(task_id(&call(&client, "2026-02").await), first, "another action is another task");
+    let second = task_id(&call(&client, "2026-02").await);
+    assert_ne!(second, first, "another action is another task");
 
     ledger.gate.add_permits(2);
     let done = settled(&client, &first).await;
@@ -162,17 +169,11 @@ async fn a_slow_call_is_one_task_for_every_retry_and_outlives_its_server() {
     let client = connect(rebuilt.clone(), true).await;
     let after = get(&client, &first).await;
     assert_eq!(completed(&after)["structuredContent"]["rows"], 3);
-    assert_eq!(first, idem_task_id("2026-01"), "the id is the record's");
-    settled(&client, &idem_task_id("2026-02")).await;
+    assert!(!first.contains("2026") && !first.contains("export"), "the id reveals no key text: {first}");
+    settled(&client, &second).await;
     assert_eq!(ledger.exports.load(Ordering::SeqCst), 2, "one export per action");
     assert_eq!(rebuilt.exports.load(Ordering::SeqCst), 0, "the rebuilt server ran nothing");
     client.cancel().await.unwrap();
-}
-
-/// Task ids are the record's namespace and key: what the server would give out.
-fn idem_task_id(month: &str) -> String {
-    let id = Ledger::export_ledger_record_id(Parameters(Export { month: month.into() })).unwrap();
-    idem::__private::rmcp::tasks::TaskRecord::task_id(id.namespace, id.key.as_str())
 }
 
 #[tokio::test]
@@ -186,7 +187,7 @@ async fn clients_without_tasks_get_timeout_and_the_status_tool() {
     assert!(error["suggestion"].as_str().unwrap().contains("export_ledger_status"), "{error}");
     let CallToolResponse::Complete(repeat) = call(&client, "2026-03").await else { panic!("no task") };
     assert_eq!(repeat.structured_content.unwrap()["error"]["code"], "IN_PROGRESS");
-    let refused = client.get_task(GetTaskParams::new(idem_task_id("2026-03"))).await;
+    let refused = client.get_task(GetTaskParams::new("idem2.AAAAAAAAAAAAAAAAAAAAAA")).await;
     assert!(refused.is_err(), "tasks/get needs the extension: {refused:?}");
 
     ledger.gate.add_permits(1);
@@ -217,15 +218,93 @@ async fn cancel_asks_the_body_to_stop_and_releases_nothing_itself() {
     let state = settled(&client, &id).await;
     assert_eq!(state.task.status(), TaskStatus::Cancelled, "{state:?}");
     assert_eq!(ledger.exports.load(Ordering::SeqCst), 0, "the body stopped before its effect");
+    client.cancel().await.unwrap();
 
-    // The action was not done: calling again runs it, and this time it is not cancelled.
+    // Cancelled is final: after a restart, and on another server sharing the store.
+    let rebuilt = Ledger::new();
+    let client = connect(rebuilt.clone(), true).await;
+    assert_eq!(get(&client, &id).await.task.status(), TaskStatus::Cancelled);
+
+    // The action was not done: calling again runs it, as a new task; the old one stays cancelled.
     let again = task_id(&call(&client, "2026-04").await);
+    assert_ne!(again, id, "a new run is a new task");
+    rebuilt.gate.add_permits(1);
+    assert_eq!(completed(&settled(&client, &again).await)["structuredContent"]["rows"], 3);
+    assert_eq!(rebuilt.exports.load(Ordering::SeqCst), 1);
+    assert_eq!(get(&client, &id).await.task.status(), TaskStatus::Cancelled, "an ended task never runs again");
+    // Cancelling a task that ended changes nothing.
+    client.cancel_task(CancelTaskParams::new(&again)).await.expect("acknowledged");
+    assert_eq!(get(&client, &again).await.task.status(), TaskStatus::Completed);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn times_are_the_reservation_and_its_last_change_on_every_read() {
+    let ledger = Ledger::new();
+    let client = connect(ledger.clone(), true).await;
+    let CallToolResponse::Task(handle) = call(&client, "2026-05").await else { panic!("a task") };
+    let id = handle.task.task_id.clone();
+    let working = get(&client, &id).await;
+    let again = task_id(&call(&client, "2026-05").await);
     assert_eq!(again, id);
     ledger.gate.add_permits(1);
-    assert_eq!(completed(&settled(&client, &again).await)["structuredContent"]["rows"], 3);
-    assert_eq!(ledger.exports.load(Ordering::SeqCst), 1);
+    let done = settled(&client, &id).await;
+    client.cancel().await.unwrap();
+    let client = connect(Ledger::new(), true).await;
+    let after_restart = get(&client, &id).await;
 
-    let foreign = client.get_task(GetTaskParams::new("550e8400-e29b-41d4-a716-446655440000")).await;
-    assert!(foreign.is_err(), "an id this server never gave out: {foreign:?}");
+    let created = &handle.task.created_at;
+    for read in [&working.task.task, &done.task.task, &after_restart.task.task] {
+        assert_eq!(&read.created_at, created, "createdAt is the reservation's time on every read: {read:?}");
+        assert!(read.last_updated_at >= *created, "{read:?}");
+        assert!(read.ttl_ms.is_some_and(|ttl| ttl > 0), "{read:?}");
+    }
+    assert_eq!(after_restart.task.task.last_updated_at, done.task.task.last_updated_at, "the completion's time");
+    assert!(done.task.task.last_updated_at >= working.task.task.last_updated_at);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_run_ends_its_task_and_a_new_call_is_a_new_task() {
+    let ledger = Ledger::new();
+    let client = connect(ledger.clone(), true).await;
+    let id = task_id(&call(&client, "2026-06").await);
+    ledger.fail.store(true, Ordering::SeqCst);
+    let failed = settled(&client, &id).await;
+    assert_eq!(failed.task.status(), TaskStatus::Failed, "{failed:?}");
+    ledger.fail.store(false, Ordering::SeqCst);
+
+    let again = task_id(&call(&client, "2026-06").await);
+    assert_ne!(again, id, "the failure released the key: a new run, a new task");
+    assert_eq!(get(&client, &id).await.task.status(), TaskStatus::Failed, "the failed task stays failed");
+    ledger.gate.add_permits(1);
+    settled(&client, &again).await;
+    assert_eq!(get(&client, &id).await, failed, "an ended task reads the same, whatever came after");
+    assert_eq!(ledger.exports.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_and_made_up_ids_are_invalid_params_for_every_method() {
+    let ledger = Ledger::new();
+    let client = connect(ledger.clone(), true).await;
+    let id = task_id(&call(&client, "2026-07").await);
+    client.update_task(UpdateTaskParams::new(&id, Default::default())).await.expect("a known task is acknowledged");
+    let forged = format!("{}{}", &id[..id.len() - 1], if id.ends_with('A') { 'B' } else { 'A' });
+    for unknown in ["550e8400-e29b-41d4-a716-446655440000", "idem2.AAAAAAAAAAAAAAAAAAAAAA", forged.as_str(), ""] {
+        let get = client.get_task(GetTaskParams::new(unknown)).await;
+        let cancel = client.cancel_task(CancelTaskParams::new(unknown)).await;
+        let update = client.update_task(UpdateTaskParams::new(unknown, Default::default())).await;
+        for (method, answer) in [("get", get.map(drop)), ("cancel", cancel), ("update", update)] {
+            match answer {
+                Err(ServiceError::McpError(error)) => {
+                    assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "tasks/{method} {unknown:?}: {error:?}")
+                }
+                other => panic!("tasks/{method} {unknown:?}: {other:?}"),
+            }
+        }
+    }
+    ledger.gate.add_permits(1);
+    settled(&client, &id).await;
     client.cancel().await.unwrap();
 }

@@ -1,7 +1,8 @@
 //! Cooperative cancellation: a request to stop a running call (MCP's `tasks/cancel`) that
-//! its body sees through [`cancel_requested`]. A request never releases the key: the body
-//! decides what stopping means (return an error, which releases the key under the default
-//! `on_error`, or finish what it started).
+//! its body sees through [`cancel_requested`]. The requests this process knows of: those
+//! it received, and those a front end found in the store (see `Serving::renewed`). A
+//! request never releases the key: the body decides what stopping means (return an error,
+//! which releases the key under the default `on_error`, or finish what it started).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,8 +51,9 @@ pub(crate) fn forget(namespace: &str, key: &str) {
 /// its task: a long body checks it between steps and stops as it sees fit. Stopping is the
 /// body's decision; nothing is interrupted and the key is never released for it. A body
 /// that returns an error releases its key (unless `on_error = keep`), and the task then
-/// reads `cancelled`; a body that finishes anyway completes it. `false` outside an
-/// idempotent tool's body, and for requests made in another process.
+/// reads `cancelled`; a body that finishes anyway completes it. A `tasks/cancel` that
+/// another worker sharing the store received is seen from the body's next lease renewal
+/// on (every third of its lease). `false` outside an idempotent tool's body.
 pub fn cancel_requested() -> bool {
     super::hold::current_call().is_some_and(|(namespace, key)| is_requested(namespace, key.as_str()))
 }

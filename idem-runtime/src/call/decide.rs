@@ -239,7 +239,7 @@ mod tests {
         lease: std::time::Duration::from_secs(60),
         max_hold: std::time::Duration::from_secs(3600),
         retain: std::time::Duration::from_secs(60),
-        serves_tasks: false,
+        serving: None,
         timeout: None,
         instruments: crate::__idem_instruments!("send_invoice"),
         claim: crate::call::Claim::new(),

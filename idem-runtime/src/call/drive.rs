@@ -71,6 +71,7 @@ where
         Step::Run(token) => token,
         Step::Answer(outcome, answer) => {
             watch.reserved();
+            found_running(tool, &key, outcome, &answer, store).await;
             return answered(tool, key, outcome, answer, policy, Phase::Reserve);
         }
         Step::Reconcile { expired, since_ms } => {
@@ -80,6 +81,7 @@ where
                 Ok(token) => token,
                 Err((outcome, answer)) => {
                     watch.reserved();
+                    found_running(tool, &key, outcome, &answer, store).await;
                     return answered(tool, key, outcome, answer, policy, Phase::Reconcile);
                 }
             }
@@ -87,10 +89,8 @@ where
     };
     // The reservation's time includes a take-over and the reconcile hook.
     watch.reserved();
-    if tool.serves_tasks
-        && let Some(timeout) = tool.timeout
-    {
-        crate::frameworks::body_started(tool, &key, started, timeout);
+    if let (Some(serving), Some(store)) = (tool.serving, store.as_async()) {
+        serving.body_started(tool, &key, token, started, store).await;
     }
     watch.holds(token.0);
     let abandon = Abandon::arm(tool, &key);
@@ -99,7 +99,7 @@ where
     let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
     let body = Scoped::new(body, current);
     let output = match held.slot() {
-        Some(slot) => renewing(store, slot, id, token, tool.lease, body).await,
+        Some(slot) => renewing(store, slot, (tool, &key), token, body).await,
         None => body.await,
     };
     // Renewal ends before the completion is written: no renewal races the completion.
@@ -126,6 +126,17 @@ where
     };
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
+}
+
+/// Tells the tool's front end that the call found its action running, so that it may
+/// answer for it (an MCP task) instead of IN_PROGRESS.
+async fn found_running<S: Driven>(tool: &'static Tool, key: &Key, outcome: Outcome, answer: &Answer, store: &S) {
+    if let (Outcome::InProgress, Some(serving), Answer::Error(error), Some(store)) =
+        (outcome, tool.serving, answer, store.as_async())
+        && let Some(running) = error.running()
+    {
+        serving.found_running(tool, key, running, store).await;
+    }
 }
 
 /// The answer to a call whose key could not be built, or whose compared fields could not
@@ -215,14 +226,7 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
     let unreadable_record =
         |error: Error| (Outcome::Unreadable, Some(Failure::Idem(error.code())), O::from_error(error));
     let (outcome, failure, output) = match answer {
-        Answer::Error(error) => {
-            if outcome == Outcome::InProgress
-                && let Some(running) = error.running()
-            {
-                crate::frameworks::offer_task(tool, &key, running);
-            }
-            (outcome, Some(Failure::Idem(error.code())), O::from_error(error))
-        }
+        Answer::Error(error) => (outcome, Some(Failure::Idem(error.code())), O::from_error(error)),
         Answer::Replay(stored) => match replay_value::<O::Value>(&stored) {
             Ok(value) => (outcome, None, O::from_value(value)),
             Err(error) => unreadable_record(unreadable(tool, &key, "result", &error)),

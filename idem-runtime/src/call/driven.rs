@@ -42,6 +42,9 @@ pub(crate) trait Driven {
         id: RecordId<'a>,
         token: Token,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
+    /// The store as an [`AsyncStore`], for a tool's front end (see [`Serving`](super::Serving)):
+    /// `None` for a sync call, which no front end answers for.
+    fn as_async(&self) -> Option<&dyn AsyncStore>;
 }
 
 /// An async store, for the driver.
@@ -53,8 +56,12 @@ pub(crate) struct Async<'s, S: ?Sized> {
 /// the store's method returned (`$returned`) into the future; `$hold` registers a running
 /// call.
 macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr) => {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr, |$self_:ident| $as_async:expr) => {
         impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
+            fn as_async(&self) -> Option<&dyn AsyncStore> {
+                let $self_ = self;
+                $as_async
+            }
             fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
                 let $returned = $store::renew(self.store, renewal);
                 $wrap
@@ -116,12 +123,20 @@ macro_rules! driven {
 }
 
 // A sync call lends its store to the renewer thread; an async call renews on its own task.
-driven!(Blocking, Store, |result| ready(result), |this, tool, key, token, started| {
-    this.hold(tool, key, token, started)
-});
-driven!(Async, AsyncStore, |future| future, |_this, tool, key, _token, started| {
-    Registration::new_async(tool, key.clone(), started)
-});
+driven!(
+    Blocking,
+    Store,
+    |result| ready(result),
+    |this, tool, key, token, started| this.hold(tool, key, token, started),
+    |_this| None
+);
+driven!(
+    Async,
+    AsyncStore,
+    |future| future,
+    |_this, tool, key, _token, started| Registration::new_async(tool, key.clone(), started),
+    |this| Some(&this.store)
+);
 
 /// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
 /// takes the future pinned where it was made, so the large state machine is not moved.

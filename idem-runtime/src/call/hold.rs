@@ -76,13 +76,13 @@ impl<'s, S: Store + ?Sized> Blocking<'s, S> {
 }
 
 /// Polls an async call's `body` to its end, running each renewal the renewer asks for
-/// (through `slot`) on this task beside it.
+/// (through `slot`) on this task beside it. After each renewal, the tool's front end (if
+/// it has one) may look for a request to stop that another worker received.
 pub(super) async fn renewing<S, B>(
     store: &S,
     slot: &Slot,
-    id: RecordId<'_>,
+    (tool, key): (&'static Tool, &Key),
     token: Token,
-    lease: std::time::Duration,
     body: B,
 ) -> B::Output
 where
@@ -90,8 +90,14 @@ where
     B: Future,
 {
     let mut body = pin!(body);
+    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let renew = |progress: Option<Arc<str>>| async move {
-        let result = store.renew(Renew { id, token, lease, progress: progress.as_deref() }).await;
+        let result = store.renew(Renew { id, token, lease: tool.lease, progress: progress.as_deref() }).await;
+        if result.is_ok()
+            && let (Some(serving), Some(store)) = (tool.serving, store.as_async())
+        {
+            serving.renewed(tool, key, token, store).await;
+        }
         (result, progress)
     };
     let mut renewal = pin!(None);

@@ -12,6 +12,7 @@ mod hold;
 mod hooks;
 mod namespace;
 mod renewer;
+mod serving;
 #[cfg(test)]
 mod tests;
 mod timeout;
@@ -28,7 +29,7 @@ use crate::store::{AsyncStore, Store};
 
 pub use cancel::cancel_requested;
 #[cfg(feature = "rmcp")]
-pub(crate) use decide::{retry_after, unknown as unknown_outcome};
+pub(crate) use decide::{retry_after, unknown as unknown_outcome, unreadable};
 pub(crate) use decide::{running, store_failed};
 use drive::{Async, drive, ready_now, with_blocking};
 pub use hold::progress;
@@ -37,6 +38,7 @@ pub use hooks::{
 };
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
+pub use serving::Serving;
 pub use timeout::run_async_timeout;
 #[cfg(feature = "rmcp")]
 pub(crate) use timeout::timed_out;
@@ -73,12 +75,12 @@ pub struct Tool {
     pub max_hold: Duration,
     /// How long a settled record is kept before [`Store::purge`] may remove it.
     pub retain: Duration,
-    /// Whether a call may answer with an MCP task (an async rmcp tool): its server's
-    /// `tasks/get` can read its record.
-    pub serves_tasks: bool,
-    /// `timeout = ...` of an rmcp tool, which `#[idem::tasks]` applies to the `tools/call`
-    /// (the body runs on as the call's own tokio task); other tools apply theirs in
-    /// [`run_async_timeout`].
+    /// The front end that serves the tool's calls and may answer for them (rmcp's MCP
+    /// Tasks, for an async rmcp tool), if any.
+    pub serving: Option<&'static dyn Serving>,
+    /// `timeout = ...` of a tool with a front end, which the front end applies to the
+    /// request it serves (`#[idem::tasks]`: the body runs on as the `tools/call`'s own tokio
+    /// task); other tools apply theirs in [`run_async_timeout`].
     pub timeout: Option<Duration>,
     /// Its counters and span (see `__idem_instruments!`).
     pub instruments: Instruments,

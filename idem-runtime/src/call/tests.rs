@@ -58,7 +58,7 @@ pub(crate) static SENSOR: Tool = Tool {
     lease: std::time::Duration::from_secs(60),
     max_hold: std::time::Duration::from_secs(3600),
     retain: std::time::Duration::from_secs(60),
-    serves_tasks: false,
+    serving: None,
     timeout: None,
     instruments: crate::__idem_instruments!("record_reading"),
     claim: super::Claim::new(),

@@ -25,32 +25,6 @@ pub mod rig;
 #[cfg_attr(docsrs, doc(cfg(feature = "rmcp")))]
 pub mod rmcp;
 
-/// Lets the `tools/call` being served answer with the MCP task of `tool`'s record under
-/// `key`, which the caller saw in the store (see `rmcp::tasks`).
-#[inline]
-pub(crate) fn offer_task(tool: &crate::call::Tool, key: &crate::key::Key, running: &crate::error::Running) {
-    #[cfg(feature = "rmcp")]
-    rmcp::tasks::offer(tool, key, running);
-    #[cfg(not(feature = "rmcp"))]
-    let _ = (tool, key, running);
-}
-
-/// Tells the `tools/call` being served that `tool`'s body started under `key` (its
-/// reservation is durable), so that the call answers with a task or TIMEOUT once its
-/// `timeout` has passed since `started` (see `rmcp::tasks`).
-#[inline]
-pub(crate) fn body_started(
-    tool: &crate::call::Tool,
-    key: &crate::key::Key,
-    started: std::time::Instant,
-    timeout: std::time::Duration,
-) {
-    #[cfg(feature = "rmcp")]
-    rmcp::tasks::body_started(tool, key, started, timeout);
-    #[cfg(not(feature = "rmcp"))]
-    let _ = (tool, key, started, timeout);
-}
-
 /// The framework a status tool is served through; see [`StatusTool`].
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug)]

@@ -234,7 +234,7 @@ impl<St> Shared<St> {
                 lease: settings.lease,
                 max_hold: settings.max_hold,
                 retain: settings.retain,
-                serves_tasks: false,
+                serving: None,
                 timeout: None,
                 instruments: Instruments::new(SpanCallsite::Runtime(NamedAtRuntime::leak(name))),
                 claim: Claim::new(),

@@ -5,7 +5,11 @@
 //! and the model never sees. So every idem answer that is not a result (IN_PROGRESS,
 //! CONFLICT, ...) becomes `Ok(CallToolResult::structured_error({"error": {...}}))`.
 
+mod authenticated;
+#[doc(hidden)]
 pub mod tasks;
+
+pub use authenticated::Authenticated;
 
 use std::any::Any;
 
