@@ -117,8 +117,7 @@
 //!   timeout to the whole `tools/call`, which runs on a clone of the server, so `&self`
 //!   and `store = self.store` work (see [MCP Tasks](#mcp-tasks)); without [`tasks`] on
 //!   the server's `ServerHandler` impl an rmcp tool's timeout does not take effect (the
-//!   call waits for its body; a warning says so once per tool), and with `scope` it does
-//!   not compile yet.
+//!   call waits for its body; a warning says so once per tool).
 //! - `retain = "7d"`: how long a settled record is kept before [`Store::purge`] may remove
 //!   it. A retry after that runs the action again; keep records as long as any layer may
 //!   retry.

@@ -150,7 +150,13 @@ fn the_readme_quotes_compiled_files_verbatim() {
         }
         quoted.push(path);
     }
-    for path in ["examples/mcp_server.rs", "tests/frameworks_rmcp/tenants.rs", "tests/support/stable_identifiers.rs"] {
+    let quotes = [
+        "examples/mcp_server.rs",
+        "examples/remote_mcp/billing.rs",
+        "tests/frameworks_rmcp/tenants.rs",
+        "tests/support/stable_identifiers.rs",
+    ];
+    for path in quotes {
         assert!(quoted.contains(&path), "the README quotes {path} (marked `<!-- quoted from {path} -->`)");
     }
 }

@@ -1,14 +1,15 @@
 //! Two tenants through rmcp's client: the scope comes from the authenticated request (an
-//! `Extension<Principal>` that the transport puts on every request, as rmcp's streamable
-//! HTTP transport puts the HTTP request's parts), never from the tool's arguments. The same
+//! `Authenticated<Principal>`, which a transport puts on every request here, and an
+//! authentication layer in the HTTP request over streamable HTTP: see
+//! tests/remote_mcp.rs), never from the tool's arguments. The same
 //! business key gives one effect per tenant, with no replay or conflict across tenants, and
 //! each tenant's status tool sees only its own record.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use idem::frameworks::rmcp::Authenticated;
 use idem::{MemoryStore, idempotent};
-use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolRequestParams, CallToolResult, GetExtensions, JsonRpcMessage};
 use rmcp::service::{RoleClient, RoleServer, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
@@ -41,7 +42,7 @@ impl TenantBilling {
     #[tool(description = "Send an invoice")]
     async fn send_invoice(
         &self,
-        Extension(principal): Extension<Principal>,
+        Authenticated(principal): Authenticated<Principal>,
         Parameters(req): Parameters<SendInvoice>,
     ) -> Result<CallToolResult, ErrorData> {
         let key = (principal.tenant.clone(), req.customer.clone(), req.period.clone());
