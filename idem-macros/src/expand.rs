@@ -311,7 +311,7 @@ fn key_parts(plan: &Plan) -> Vec<TokenStream> {
 fn scope_part(plan: &Plan) -> Option<TokenStream> {
     let scope = plan.scope.as_ref()?;
     let krate = krate_at(plan, scope.span());
-    Some(quote_spanned!(scope.span()=> #krate::__private::key_part(&(#scope))))
+    Some(quote_spanned!(scope.span()=> #krate::__private::scope_part(&(#scope))))
 }
 
 /// The store argument, `&(expr)`, spanned at the user's expression so that a value that
