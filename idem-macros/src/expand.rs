@@ -205,15 +205,21 @@ fn hook(plan: &Plan, is_async: bool) -> TokenStream {
     }
 }
 
-/// The error policy, spanned at the return type: that is where an error type unfit for
-/// `on_error = keep` is fixed, and where rustc already reports an unfit return type (the
+/// The error policy. `on_error = keep` is checked at the `keep` token, with the tool's error
+/// type: an error type that cannot be stored is reported there in idem's words, and once
+/// (the call's own bound on the policy is the same, at the same token). The default policy
+/// is spanned at the return type, where rustc already reports an unfit return type (the
 /// same span lets it report that once).
 fn policy(plan: &Plan, ret: &Type) -> TokenStream {
-    let krate = krate_at(plan, ret.span());
-    if plan.keep_errors {
-        quote_spanned!(ret.span()=> #krate::__private::Keep)
-    } else {
-        quote_spanned!(ret.span()=> #krate::__private::Release)
+    match &plan.keep_errors {
+        Some(keep) => {
+            let krate = krate_at(plan, keep.span());
+            quote_spanned!(keep.span()=> #krate::__private::keep::<#krate::__private::ErrorOf<#ret>>())
+        }
+        None => {
+            let krate = krate_at(plan, ret.span());
+            quote_spanned!(ret.span()=> #krate::__private::Release)
+        }
     }
 }
 

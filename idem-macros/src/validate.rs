@@ -32,7 +32,8 @@ pub struct Plan {
     pub max_hold_ms: Option<u64>,
     pub retain_ms: Option<u64>,
     pub timeout_ms: Option<u64>,
-    pub keep_errors: bool,
+    /// `on_error = keep`: the `keep` token, where an error type that cannot be kept is reported.
+    pub keep_errors: Option<Ident>,
     pub reconcile: Option<Expr>,
     /// The facade's path in generated code: `::idem`, or what `crate = "..."` names.
     pub krate: syn::Path,
@@ -192,7 +193,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         max_hold_ms: args.max_hold.map(|(ms, _)| ms),
         retain_ms: args.retain.map(|(ms, _)| ms),
         timeout_ms: args.timeout.map(|(ms, _)| ms),
-        keep_errors: args.keep_errors.is_some(),
+        keep_errors: args.keep_errors,
         reconcile: args.reconcile,
         krate: args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)),
         status_inputs,

@@ -156,10 +156,33 @@ impl<O: ToolOutput> ErrorPolicy<O> for Release {
 #[derive(Clone, Copy, Debug)]
 pub struct Keep;
 
+/// `on_error = keep`, checked where the attribute says `keep` (the expansion calls it with
+/// the tool's error type, spanned at that word): an error type that cannot be stored is
+/// reported there, in idem's words. [`Keep`]'s policy needs the same bound at the same
+/// place, so rustc reports it once.
+#[doc(hidden)]
+pub fn keep<E: KeptError>() -> Keep {
+    Keep
+}
+
+/// An error type `on_error = keep` can store and replay.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`on_error = keep` stores the tool's error `{Self}` and replays it to every retry, so `{Self}` must implement `serde::Serialize` and `serde::Deserialize`",
+    label = "`{Self}` is kept as the final answer here",
+    note = "derive both on the error type (`#[derive(serde::Serialize, serde::Deserialize)]`), or leave out `on_error = keep`: by default an error releases the key, so a retry may run the action"
+)]
+pub trait KeptError: Serialize + DeserializeOwned {}
+
+// Not recommended: without it rustc would report the missing serde trait with a note
+// naming `KeptError`, never `on_error = keep`.
+#[diagnostic::do_not_recommend]
+impl<E: Serialize + DeserializeOwned> KeptError for E {}
+
 impl<T, E> ErrorPolicy<Result<T, E>> for Keep
 where
     Result<T, E>: ToolOutput,
-    E: Serialize + DeserializeOwned,
+    E: KeptError,
 {
     fn kept_error(&self, output: &Result<T, E>) -> Option<Result<String, serde_json::Error>> {
         output.as_ref().err().map(serde_json::to_string)
