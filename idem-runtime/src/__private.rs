@@ -2,8 +2,9 @@
 
 pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
-    Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile,
-    Release, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
+    AsyncAnswer, Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, KeptError,
+    NoReconcile, Reconcile, Release, SyncAnswer, Tool, keep, reconcile_async, reconcile_sync, run_async,
+    run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
