@@ -8,6 +8,7 @@ mod errors;
 mod expand;
 mod frameworks;
 mod params;
+mod reads;
 mod rules;
 mod scope;
 mod status_tools;

@@ -142,7 +142,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     }
     let mut store_inputs = Vec::new();
     if let Some(store) = &args.store {
-        add_store_inputs(store, &bindings, &mut store_inputs);
+        store_inputs = crate::reads::inputs(quote::ToTokens::to_token_stream(store), &bindings);
     }
     // The scope is part of the record's identity: `<fn>_record_id` and the status function
     // take what it reads, as they take what the `store` expression reads.
@@ -235,27 +235,6 @@ fn params_key(
         parts.push((index, rest.to_vec()));
     }
     Some(ParamsKey { arg, fields, parts })
-}
-
-/// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the
-/// status function takes those too, to read from the same store.
-pub(crate) fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
-    fn walk(tokens: proc_macro2::TokenStream, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
-        for token in tokens {
-            match token {
-                proc_macro2::TokenTree::Ident(ident) => {
-                    if let Some(binding) = bindings.iter().find(|b| b.ident == ident)
-                        && !status_inputs.contains(&binding.arg)
-                    {
-                        status_inputs.push(binding.arg);
-                    }
-                }
-                proc_macro2::TokenTree::Group(group) => walk(group.stream(), bindings, status_inputs),
-                _ => {}
-            }
-        }
-    }
-    walk(quote::ToTokens::to_token_stream(store), bindings, status_inputs);
 }
 
 /// idem's default lease, `idem::DEFAULT_LEASE` (a test of the facade pins the two together).
