@@ -96,8 +96,11 @@ pub struct SyncHook<T, F> {
 #[doc(hidden)]
 pub struct AsyncHook<'h, T, F> {
     hook: F,
-    answer: fn(&F, Abandoned) -> Pin<Box<dyn Future<Output = Reconciled<T>> + Send + 'h>>,
+    answer: fn(&F, Abandoned) -> HookFuture<'h, T>,
 }
+
+/// An async hook's answer, boxed.
+type HookFuture<'h, T> = Pin<Box<dyn Future<Output = Reconciled<T>> + Send + 'h>>;
 
 /// Wraps a sync tool's `reconcile = ...`, where the closure's argument type is inferred.
 #[doc(hidden)]
