@@ -63,8 +63,9 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemFn, ItemImpl, ReturnType, Type};
+use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemFn, ItemImpl, ReturnType, Token, Type};
 
 use crate::errors::Errors;
 use crate::frameworks::is_attr;
@@ -85,15 +86,20 @@ pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
     // Methods whose `#[idempotent]` reports a mistake of its own: nothing more to say about
     // them here, and nothing to serve (their expansion is the function as written).
     let mut mistaken = Vec::new();
+    let mut errors = Errors::default();
     for item in &item_impl.items {
         let ImplItem::Fn(method) = item else { continue };
+        if let Some(span) = conditional_idempotent(method) {
+            errors.at(span, CONDITIONAL);
+            continue;
+        }
         match status_tool(method) {
             Found::Tool(tool) => added.push(tool),
             Found::Mistaken => mistaken.push(method.sig.ident.clone()),
             Found::Nothing => {}
         }
     }
-    if added.is_empty() && mistaken.is_empty() {
+    if added.is_empty() && mistaken.is_empty() && errors.is_empty() {
         return Err(syn::Error::new(
             item_impl.self_ty.span(),
             "#[idem::status_tools] found no method with #[idempotent(...)] above #[tool] in this impl block, so it has no status function to serve; put #[idempotent(...)] on the line above a tool's #[tool]",
@@ -101,7 +107,8 @@ pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
     }
     let serves_tasks = crate::tasks::serves_tasks_impl(&without(&item_impl, &mistaken));
     item_impl.items.extend(added);
-    Ok(quote!(#item_impl #serves_tasks))
+    let errors = errors.into_error().map(|error| error.to_compile_error());
+    Ok(quote!(#item_impl #serves_tasks #errors))
 }
 
 /// `item_impl` without the methods named `left_out`.
@@ -109,6 +116,28 @@ fn without(item_impl: &ItemImpl, left_out: &[Ident]) -> ItemImpl {
     let mut kept = item_impl.clone();
     kept.items.retain(|item| !matches!(item, ImplItem::Fn(method) if left_out.contains(&method.sig.ident)));
     kept
+}
+
+/// rmcp's `#[tool_router]` routes every `#[tool]` method whatever its `#[cfg]`, so a status
+/// tool cannot follow a condition on `#[idempotent]`: refused, rather than served when the
+/// condition is false or silently missing.
+const CONDITIONAL: &str = "#[idem::status_tools] cannot serve a status tool for a tool whose #[idempotent] sits inside #[cfg_attr(...)]: rmcp's #[tool_router] serves every #[tool] method whatever its cfg, so the status tool could not follow the condition; write #[idempotent(...)] without #[cfg_attr], or move this tool to an impl block without #[idem::status_tools]";
+
+/// Where a method's `#[idempotent]` sits inside a `#[cfg_attr(predicate, ...)]`, nested or
+/// not: the `idempotent` path, for an error there.
+fn conditional_idempotent(method: &ImplItemFn) -> Option<Span> {
+    fn inside(meta: &syn::Meta) -> Option<Span> {
+        let syn::Meta::List(list) = meta else { return None };
+        if !list.path.is_ident("cfg_attr") {
+            return None;
+        }
+        let metas = list.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated).ok()?;
+        metas.iter().skip(1).find_map(|meta| {
+            let idempotent = meta.path().segments.last().is_some_and(|segment| segment.ident == "idempotent");
+            if idempotent { Some(meta.path().span()) } else { inside(meta) }
+        })
+    }
+    method.attrs.iter().find_map(|attr| inside(&attr.meta))
 }
 
 /// Below `#[tool_router]`, the router is already built: its function is in the impl and
@@ -378,6 +407,31 @@ mod tests {
         };
         let out = status_tools(TokenStream::new(), impl_block).expect("no error of its own").to_string();
         assert!(!out.contains("compile_error") && !out.contains("__idem_send_task"), "{out}");
+    }
+
+    #[test]
+    fn idempotent_inside_cfg_attr_is_found_nested_or_not() {
+        for method in [
+            quote!(
+                #[cfg_attr(feature = "idem", idempotent(key = "x:<req.id>"))]
+                #[tool]
+                async fn send(&self) {}
+            ),
+            quote!(
+                #[cfg_attr(unix, cfg_attr(feature = "idem", idem::idempotent(key = "x:<req.id>")))]
+                #[tool]
+                async fn send(&self) {}
+            ),
+        ] {
+            let method: ImplItemFn = syn::parse2(method).unwrap();
+            assert!(conditional_idempotent(&method).is_some());
+        }
+        let other: ImplItemFn = syn::parse_quote!(
+            #[cfg_attr(feature = "idem", doc = "idempotent")]
+            #[idempotent(key = "x:<id>")]
+            fn send(id: u8) {}
+        );
+        assert!(conditional_idempotent(&other).is_none());
     }
 
     #[test]
