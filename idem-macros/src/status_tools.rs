@@ -243,11 +243,13 @@ fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<Imp
 }
 
 /// The status tool's description: one paragraph, naming the key's fields as the model
-/// knows them (its JSON arguments).
+/// knows them (its JSON arguments). The tool's name never follows an article ("a call to
+/// export_report", not "a export_report call"): no rule on the spelling picks a or an for
+/// every name.
 fn description(tool: &Ident, plan: &Plan) -> String {
     let what = format!(
         "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call was abandoned). \
-         Call it when a {tool} call's outcome is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
+         Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
     );
     let never = "It never runs or repeats the action.";
     match &plan.params_key {
@@ -370,6 +372,20 @@ mod tests {
             "{tool}"
         );
         assert!(tool.contains("keyfields:customer,period."), "{tool}");
+    }
+
+    #[test]
+    fn the_description_reads_well_for_any_tool_name() {
+        for name in ["export_report", "send_invoice", "user_sync", "hourly_export"] {
+            let method: ImplItemFn = syn::parse_str(&format!(
+                r#"#[idempotent(key = "x:<req.id>")] #[tool] async fn {name}(&self, Parameters(req): Parameters<R>)
+                   -> Result<CallToolResult, ErrorData> {{ todo!() }}"#
+            ))
+            .unwrap();
+            let tool = status_tool_of(method);
+            assert!(tool.contains(&format!("ofacallto{name}isunknown")), "{tool}");
+            assert!(!tool.contains(&format!("a{name}call")), "{tool}");
+        }
     }
 
     #[test]
