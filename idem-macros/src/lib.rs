@@ -7,6 +7,7 @@ mod docs;
 mod errors;
 mod expand;
 mod frameworks;
+mod krate;
 mod params;
 mod reads;
 mod rules;

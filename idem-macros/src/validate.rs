@@ -73,6 +73,9 @@ pub struct KeyField {
 
 pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
+    if let Some(krate) = &args.krate {
+        crate::krate::check(krate, errors);
+    }
     if let Some((_, span)) = args.timeout {
         check_timeout(item, span, errors);
     }
