@@ -94,7 +94,7 @@ pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
             continue;
         }
         match status_tool(method) {
-            Found::Tool(tool) => added.push(tool),
+            Found::Tool(tool) => added.push(*tool),
             Found::Mistaken => mistaken.push(method.sig.ident.clone()),
             Found::Nothing => {}
         }
@@ -169,7 +169,7 @@ fn returns_router(ty: &Type) -> bool {
 /// What a method of the impl gives `#[idem::status_tools]`.
 enum Found {
     /// The status tool of an `#[idempotent]` `#[tool]` method.
-    Tool(ImplItem),
+    Tool(Box<ImplItem>),
     /// An `#[idempotent]` that reports a mistake itself: its checks fail, or it sits below
     /// an async tool's `#[tool]` (it then says to move it).
     Mistaken,
@@ -200,7 +200,7 @@ fn status_tool(method: &ImplItemFn) -> Found {
     let mut errors = Errors::default();
     let Some(plan) = crate::plan(tokens, &function, &mut errors) else { return Found::Mistaken };
     let Some(tool) = tool_attr else { return Found::Nothing };
-    served(method, &plan, tool).map_or(Found::Nothing, Found::Tool)
+    served(method, &plan, tool).map_or(Found::Nothing, |tool| Found::Tool(Box::new(tool)))
 }
 
 /// The status tool of an `#[idempotent]` `#[tool]` method whose attribute expands to `plan`
