@@ -125,6 +125,9 @@
 //!   Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version =
 //!   "0.1" }`). Default `::idem`. Without it such a crate fails to compile with "cannot
 //!   find `idem` in the crate root". `#[status_tools]` reads it from each tool's attribute.
+//!   A single name must be one of the crate's dependencies as its Cargo.toml names them:
+//!   any other is one compile error at the string, saying what idem is called there. A
+//!   path (`crate = "crate::deps::idem"`, a re-export) is used as written.
 //!
 //! The function keeps its exact signature. It must return a [`ToolOutput`]: a
 //! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and

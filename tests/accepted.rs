@@ -27,6 +27,10 @@ mod keypart_newtype;
 #[path = "accepted/pattern-bindings.rs"]
 mod pattern_bindings;
 
+#[cfg(feature = "rmcp")]
+#[path = "accepted/rmcp-scope-root-shares-a-field-name.rs"]
+mod rmcp_scope_root_shares_a_field_name;
+
 #[path = "accepted/self-method.rs"]
 mod self_method;
 
@@ -66,6 +70,12 @@ fn keypart_newtype() {
 #[test]
 fn pattern_bindings() {
     pattern_bindings::main();
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn rmcp_scope_root_shares_a_field_name() {
+    rmcp_scope_root_shares_a_field_name::main();
 }
 
 #[test]

@@ -207,6 +207,11 @@ async fn the_model_sees_hints_status_tools_and_their_inputs() {
     assert!(refund["$defs"][name]["properties"]["id"].is_object(), "the $ref resolves: {refund}");
     assert_eq!(refund["required"], json!(["customer", "order"]));
 
+    // A vowel-initial tool name reads as well as any other (no "a export_ledger call").
+    let export = wire("export_ledger_status");
+    let export = export["description"].as_str().unwrap();
+    assert!(export.contains("Call it when the outcome of a call to export_ledger is unknown"), "{export}");
+
     for name in ["add_note_status", "export_ledger_status", "refund_status"] {
         assert_eq!(wire(name)["annotations"]["readOnlyHint"], true, "{name}");
     }

@@ -89,9 +89,17 @@ impl Cluster {
     }
 }
 
+/// The example's binary, which the whole suite (`cargo test --workspace --all-features`)
+/// builds; alone, this test needs `cargo build --features rmcp --example remote_mcp` first.
 fn example(name: &str) -> PathBuf {
     let deps = std::env::current_exe().unwrap();
-    deps.parent().and_then(|dir| dir.parent()).unwrap().join("examples").join(name)
+    let path = deps.parent().and_then(|dir| dir.parent()).unwrap().join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run the whole suite, or cargo build --features rmcp --example {name}",
+        path.display()
+    );
+    path
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResponse {

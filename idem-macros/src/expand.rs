@@ -108,7 +108,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     });
     let call = Ident::new("__idem_call", Span::mixed_site());
     let block = &item.block;
-    let (hook, policy) = (hook(plan, is_async), policy(plan, &ret));
+    let (hook, policy) = (hook(plan, is_async, &ret), policy(plan, &ret));
     let at_ret = krate_at(plan, ret.span());
     // An rmcp tool's timeout is the `tools/call`'s, applied by `#[idem::tasks]` (see `Tool::timeout`).
     let own_timeout = plan.timeout_ms.filter(|_| !serves_tasks(plan, item));
@@ -230,31 +230,34 @@ fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, sto
 use syn::Ident;
 
 /// The reconcile hook: the user's expression, wrapped where its closure argument's type is
-/// inferred, or none.
-fn hook(plan: &Plan, is_async: bool) -> TokenStream {
+/// inferred and where a hook that does not fit the tool is reported, or none.
+fn hook(plan: &Plan, is_async: bool, ret: &Type) -> TokenStream {
     let krate = &plan.krate;
-    match (&plan.reconcile, is_async) {
-        (Some(hook), true) => {
-            let krate = krate_at(plan, hook.span());
-            quote_spanned!(hook.span()=> #krate::__private::reconcile_async(#hook))
-        }
-        (Some(hook), false) => {
-            let krate = krate_at(plan, hook.span());
-            quote_spanned!(hook.span()=> #krate::__private::reconcile_sync(#hook))
-        }
-        (None, _) => quote!(#krate::__private::NoReconcile),
-    }
+    let Some(hook) = &plan.reconcile else { return quote!(#krate::__private::NoReconcile) };
+    let wrap = if is_async { quote!(reconcile_async) } else { quote!(reconcile_sync) };
+    // The tool's stored value as the hook's answer type, spanned at the return type: an
+    // unfit return type is reported there once, with the tool's other checks of it.
+    let at_ret = krate_at(plan, ret.span());
+    let value = quote_spanned!(ret.span()=> #at_ret::__private::ValueOf<#ret>);
+    let krate = krate_at(plan, hook.span());
+    quote_spanned!(hook.span()=> #krate::__private::#wrap::<#value, _, _>(#hook))
 }
 
-/// The error policy, spanned at the return type: that is where an error type unfit for
-/// `on_error = keep` is fixed, and where rustc already reports an unfit return type (the
+/// The error policy. `on_error = keep` is checked at the `keep` token, with the tool's error
+/// type: an error type that cannot be stored is reported there in idem's words, and once
+/// (the call's own bound on the policy is the same, at the same token). The default policy
+/// is spanned at the return type, where rustc already reports an unfit return type (the
 /// same span lets it report that once).
 fn policy(plan: &Plan, ret: &Type) -> TokenStream {
-    let krate = krate_at(plan, ret.span());
-    if plan.keep_errors {
-        quote_spanned!(ret.span()=> #krate::__private::Keep)
-    } else {
-        quote_spanned!(ret.span()=> #krate::__private::Release)
+    match &plan.keep_errors {
+        Some(keep) => {
+            let krate = krate_at(plan, keep.span());
+            quote_spanned!(keep.span()=> #krate::__private::keep::<#krate::__private::ErrorOf<#ret>>())
+        }
+        None => {
+            let krate = krate_at(plan, ret.span());
+            quote_spanned!(ret.span()=> #krate::__private::Release)
+        }
     }
 }
 
@@ -355,7 +358,7 @@ fn key_parts(plan: &Plan) -> Vec<TokenStream> {
 fn scope_part(plan: &Plan) -> Option<TokenStream> {
     let scope = plan.scope.as_ref()?;
     let krate = krate_at(plan, scope.span());
-    Some(quote_spanned!(scope.span()=> #krate::__private::key_part(&(#scope))))
+    Some(quote_spanned!(scope.span()=> #krate::__private::scope_part(&(#scope))))
 }
 
 /// The store argument, `&(expr)`, spanned at the user's expression so that a value that

@@ -7,7 +7,9 @@ mod docs;
 mod errors;
 mod expand;
 mod frameworks;
+mod krate;
 mod params;
+mod reads;
 mod rules;
 mod scope;
 mod status_tools;
@@ -35,20 +37,27 @@ pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = errors::Errors::default();
-    frameworks::check_order(&function, &mut errors);
-    if frameworks::detect(&function.attrs) == frameworks::Framework::Rmcp {
-        frameworks::check_rmcp_return(&function, &mut errors);
-    }
-    if !errors.is_empty() {
-        return with_errors(item2, errors.into_error().expect("an error was reported"));
-    }
-    let args = args::parse(attr.into(), &mut errors);
-    let plan = validate::validate(args, &function, &mut errors);
+    let plan = plan(attr.into(), &function, &mut errors);
     match (plan, errors.into_error()) {
         (Some(plan), None) => expand::expand(&plan, &function).into(),
         (_, Some(error)) => with_errors(item2, error),
         (None, None) => unreachable!("validation without a plan reports an error"),
     }
+}
+
+/// Every check of `#[idempotent(attr)]` on `function`, and the plan to expand it when they
+/// pass. `#[idem::status_tools]` runs the same checks to know whether a tool's attribute
+/// expands (it serves a status tool only then).
+fn plan(attr: proc_macro2::TokenStream, function: &syn::ItemFn, errors: &mut errors::Errors) -> Option<validate::Plan> {
+    frameworks::check_order(function, errors);
+    if frameworks::detect(&function.attrs) == frameworks::Framework::Rmcp {
+        frameworks::check_rmcp_return(function, errors);
+    }
+    if !errors.is_empty() {
+        return None;
+    }
+    let args = args::parse(attr, errors);
+    validate::validate(args, function, errors)
 }
 
 /// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only

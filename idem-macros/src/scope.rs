@@ -3,6 +3,7 @@
 //! records across callers.
 
 use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use quote::quote_spanned;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, ItemFn};
@@ -10,37 +11,38 @@ use syn::{Expr, Ident, ItemFn};
 use crate::errors::Errors;
 use crate::frameworks::{self, Framework};
 use crate::params::{self, Binding};
+use crate::reads;
 use crate::validate::Plan;
 
-/// The arguments the `scope` expression reads. A scope must come from the caller's
-/// authenticated context, never from what the model fills in: an rmcp tool's scope may
-/// read `self` and extractors (`Extension<T>`), not its `Parameters<T>`; a rig tool's
-/// arguments are all the model's, so its scope may read none of them.
+/// The arguments the `scope` expression reads (the roots of its paths: `principal.tenant`
+/// reads `principal`). A scope must come from the caller's authenticated context, never
+/// from what the model fills in: an rmcp tool's scope may read `self` and extractors
+/// (`Extension<T>`), not its `Parameters<T>`; a rig tool's arguments are all the model's,
+/// so its scope may read none of them. Each model binding the scope reads is refused where
+/// the scope reads it, by its name.
 pub fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
-    let mut inputs = Vec::new();
-    crate::validate::add_store_inputs(scope, bindings, &mut inputs);
     let framework = frameworks::detect(&item.attrs);
-    for &arg in &inputs {
-        let syn::FnArg::Typed(typed) = &item.sig.inputs[arg] else { continue };
-        let from_model = match framework {
-            Framework::Rmcp => params::is_parameters(&typed.ty),
-            Framework::Rig => true,
-            Framework::None => false,
-        };
-        if from_model {
-            let what = match framework {
-                Framework::Rig => "a rig tool's arguments are what the model sends",
-                _ => "an rmcp tool's `Parameters` are what the model sends",
-            };
-            errors.at(
-                scope_token(scope, bindings, arg).unwrap_or_else(|| typed.span()),
-                format!(
-                    "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
-                     identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
-                    bindings.iter().find(|b| b.arg == arg).map_or_else(String::new, |b| b.ident.to_string()),
-                ),
-            );
+    let mut inputs = Vec::new();
+    for (binding, read_at) in reads::reads(scope.to_token_stream(), bindings) {
+        if !inputs.contains(&binding.arg) {
+            inputs.push(binding.arg);
         }
+        let syn::FnArg::Typed(typed) = &item.sig.inputs[binding.arg] else { continue };
+        let what = match framework {
+            Framework::Rmcp if params::is_parameters(&typed.ty) => {
+                "an rmcp tool's `Parameters` are what the model sends"
+            }
+            Framework::Rig => "a rig tool's arguments are what the model sends",
+            _ => continue,
+        };
+        errors.at(
+            read_at,
+            format!(
+                "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
+                 identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
+                binding.ident
+            ),
+        );
     }
     inputs
 }
@@ -70,20 +72,6 @@ pub fn unscoped_identity(
         (last.ident == "Extension" || last.ident == "Extensions")
             .then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
     })
-}
-
-/// Where the scope expression names argument `arg`, for an error at that token.
-fn scope_token(scope: &Expr, bindings: &[Binding], arg: usize) -> Option<Span> {
-    fn find(tokens: proc_macro2::TokenStream, bindings: &[Binding], arg: usize) -> Option<Span> {
-        tokens.into_iter().find_map(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) => {
-                bindings.iter().any(|b| b.arg == arg && b.ident == ident).then(|| ident.span())
-            }
-            proc_macro2::TokenTree::Group(group) => find(group.stream(), bindings, arg),
-            _ => None,
-        })
-    }
-    find(quote::ToTokens::to_token_stream(scope), bindings, arg)
 }
 
 /// A warning (stable Rust has no other way for a macro to warn: the use of a deprecated
@@ -131,6 +119,31 @@ mod tests {
             fn refund(order: String) -> Result<String, E> { Ok(order) }
         };
         assert_eq!(errors_for(item, syn::parse_quote!(current_tenant())), None, "no argument read");
+    }
+
+    #[test]
+    fn an_rmcp_scope_follows_its_root_not_the_names_after_it() {
+        // The README's form: the pattern also binds a `tenant`, which the scope never reads.
+        let item: syn::ItemFn = syn::parse_quote! {
+            #[tool]
+            async fn send(&self, Extension(principal): Extension<Principal>, Parameters(Req { tenant, customer, .. }): Parameters<Req>)
+                -> Result<CallToolResult, ErrorData> { todo!() }
+        };
+        assert_eq!(errors_for(item.clone(), syn::parse_quote!(principal.tenant)), None);
+        let error = errors_for(item, syn::parse_quote!(principal.tenant_of(&tenant))).expect("refused");
+        assert!(error.contains("`scope` must not read `tenant`: an rmcp tool's `Parameters`"), "{error}");
+    }
+
+    #[test]
+    fn a_refused_scope_names_the_binding_it_reads() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            #[tool]
+            async fn send(&self, Parameters(Req { customer, for_tenant, .. }): Parameters<Req>)
+                -> Result<CallToolResult, ErrorData> { todo!() }
+        };
+        let error = errors_for(item, syn::parse_quote!(for_tenant.clone())).expect("refused");
+        assert!(error.contains("`scope` must not read `for_tenant`"), "{error}");
+        assert!(!error.contains("customer"), "{error}");
     }
 
     #[test]

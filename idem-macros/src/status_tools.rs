@@ -63,13 +63,13 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemFn, ItemImpl, ReturnType, Type};
+use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemFn, ItemImpl, ReturnType, Token, Type};
 
 use crate::errors::Errors;
 use crate::frameworks::is_attr;
 use crate::validate::{ParamsKey, Plan};
-use crate::{args, validate};
 
 pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if let Some(token) = attr.into_iter().next() {
@@ -83,22 +83,61 @@ pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
     })?;
     check_order(&item_impl)?;
     let mut added = Vec::new();
+    // Methods whose `#[idempotent]` reports a mistake of its own: nothing more to say about
+    // them here, and nothing to serve (their expansion is the function as written).
+    let mut mistaken = Vec::new();
+    let mut errors = Errors::default();
     for item in &item_impl.items {
-        if let ImplItem::Fn(method) = item
-            && let Some(tool) = status_tool(method)
-        {
-            added.push(tool);
+        let ImplItem::Fn(method) = item else { continue };
+        if let Some(span) = conditional_idempotent(method) {
+            errors.at(span, CONDITIONAL);
+            continue;
+        }
+        match status_tool(method) {
+            Found::Tool(tool) => added.push(*tool),
+            Found::Mistaken => mistaken.push(method.sig.ident.clone()),
+            Found::Nothing => {}
         }
     }
-    if added.is_empty() {
+    if added.is_empty() && mistaken.is_empty() && errors.is_empty() {
         return Err(syn::Error::new(
             item_impl.self_ty.span(),
             "#[idem::status_tools] found no method with #[idempotent(...)] above #[tool] in this impl block, so it has no status function to serve; put #[idempotent(...)] on the line above a tool's #[tool]",
         ));
     }
-    let serves_tasks = crate::tasks::serves_tasks_impl(&item_impl);
+    let serves_tasks = crate::tasks::serves_tasks_impl(&without(&item_impl, &mistaken));
     item_impl.items.extend(added);
-    Ok(quote!(#item_impl #serves_tasks))
+    let errors = errors.into_error().map(|error| error.to_compile_error());
+    Ok(quote!(#item_impl #serves_tasks #errors))
+}
+
+/// `item_impl` without the methods named `left_out`.
+fn without(item_impl: &ItemImpl, left_out: &[Ident]) -> ItemImpl {
+    let mut kept = item_impl.clone();
+    kept.items.retain(|item| !matches!(item, ImplItem::Fn(method) if left_out.contains(&method.sig.ident)));
+    kept
+}
+
+/// rmcp's `#[tool_router]` routes every `#[tool]` method whatever its `#[cfg]`, so a status
+/// tool cannot follow a condition on `#[idempotent]`: refused, rather than served when the
+/// condition is false or silently missing.
+const CONDITIONAL: &str = "#[idem::status_tools] cannot serve a status tool for a tool whose #[idempotent] sits inside #[cfg_attr(...)]: rmcp's #[tool_router] serves every #[tool] method whatever its cfg, so the status tool could not follow the condition; write #[idempotent(...)] without #[cfg_attr], or move this tool to an impl block without #[idem::status_tools]";
+
+/// Where a method's `#[idempotent]` sits inside a `#[cfg_attr(predicate, ...)]`, nested or
+/// not: the `idempotent` path, for an error there.
+fn conditional_idempotent(method: &ImplItemFn) -> Option<Span> {
+    fn inside(meta: &syn::Meta) -> Option<Span> {
+        let syn::Meta::List(list) = meta else { return None };
+        if !list.path.is_ident("cfg_attr") {
+            return None;
+        }
+        let metas = list.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated).ok()?;
+        metas.iter().skip(1).find_map(|meta| {
+            let idempotent = meta.path().segments.last().is_some_and(|segment| segment.ident == "idempotent");
+            if idempotent { Some(meta.path().span()) } else { inside(meta) }
+        })
+    }
+    method.attrs.iter().find_map(|attr| inside(&attr.meta))
 }
 
 /// Below `#[tool_router]`, the router is already built: its function is in the impl and
@@ -127,44 +166,62 @@ fn returns_router(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "ToolRouter"))
 }
 
-/// The status tool of one `#[idempotent]` `#[tool]` method, or `None` when the method is
-/// not one (or its `#[idempotent]` has mistakes, which that attribute reports itself).
-fn status_tool(method: &ImplItemFn) -> Option<ImplItem> {
-    let idempotent = method.attrs.iter().position(|attr| is_attr(attr, "idempotent"))?;
-    let tool = method.attrs.iter().position(|attr| is_attr(attr, "tool"))?;
-    if tool < idempotent {
-        return None;
+/// What a method of the impl gives `#[idem::status_tools]`.
+enum Found {
+    /// The status tool of an `#[idempotent]` `#[tool]` method.
+    Tool(Box<ImplItem>),
+    /// An `#[idempotent]` that reports a mistake itself: its checks fail, or it sits below
+    /// an async tool's `#[tool]` (it then says to move it).
+    Mistaken,
+    /// Not an `#[idempotent]` tool.
+    Nothing,
+}
+
+/// What `method` gives: its status tool when it is an `#[idempotent]` `#[tool]` whose
+/// attribute expands (the checks are `#[idempotent]`'s own).
+fn status_tool(method: &ImplItemFn) -> Found {
+    let Some(idempotent) = method.attrs.iter().position(|attr| is_attr(attr, "idempotent")) else {
+        return Found::Nothing;
+    };
+    let tool = method.attrs.iter().position(|attr| is_attr(attr, "tool"));
+    let below_tool = tool.is_some_and(|tool| tool < idempotent);
+    if below_tool && method.sig.asyncness.is_some() {
+        return Found::Mistaken;
     }
     let (vis, sig, block) = (&method.vis, &method.sig, &method.block);
-    // With the tool's attributes: validation treats an rmcp tool as one (its `timeout`).
-    let tool_attr = &method.attrs[tool];
-    let function: ItemFn = syn::parse2(quote!(#tool_attr #vis #sig #block)).ok()?;
+    // With the tool's attribute when `#[idempotent]` will see it (above it): validation then
+    // treats an rmcp tool as one (its `timeout`, its return type).
+    let tool_attr = tool.filter(|_| !below_tool).map(|tool| &method.attrs[tool]);
+    let Ok(function) = syn::parse2::<ItemFn>(quote!(#tool_attr #vis #sig #block)) else { return Found::Nothing };
     let tokens = match &method.attrs[idempotent].meta {
         syn::Meta::List(list) => list.tokens.clone(),
         _ => TokenStream::new(),
     };
     let mut errors = Errors::default();
-    let parsed = args::parse(tokens, &mut errors);
-    let plan = validate::validate(parsed, &function, &mut errors)?;
-    if !errors.is_empty() {
-        return None;
-    }
+    let Some(plan) = crate::plan(tokens, &function, &mut errors) else { return Found::Mistaken };
+    let Some(tool) = tool_attr else { return Found::Nothing };
+    served(method, &plan, tool).map_or(Found::Nothing, |tool| Found::Tool(Box::new(tool)))
+}
+
+/// The status tool of an `#[idempotent]` `#[tool]` method whose attribute expands to `plan`
+/// (which gives it a return type).
+fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<ImplItem> {
     let sig = &method.sig;
     let tool_name = format!("{}_status", sig.ident);
     let method_name = format_ident!("{}_status_tool", sig.ident);
-    let description = description(&sig.ident, &plan);
+    let description = description(&sig.ident, plan);
     let doc =
         format!(" `{tool_name}` served as the read-only MCP tool `{tool_name}` (added by `#[idem::status_tools]`).");
     let ret = match &sig.output {
         ReturnType::Type(_, ty) => (**ty).clone(),
         ReturnType::Default => return None,
     };
-    let krate = crate::expand::krate_at(&plan, ret.span());
+    let krate = crate::expand::krate_at(plan, ret.span());
     let (inputs, body, input_schema) = match &plan.params_key {
-        Some(key) => from_json_arguments(sig, &plan, key, &krate),
-        None => from_arguments(sig, &plan, &krate),
+        Some(key) => from_json_arguments(sig, plan, key, &krate),
+        None => from_arguments(sig, plan, &krate),
     };
-    let tool_path = method.attrs[tool].path();
+    let tool_path = tool.path();
     let asyncness = sig.asyncness;
     let (vis, generics, where_clause) = (&method.vis, &sig.generics, &sig.generics.where_clause);
     let input_schema = input_schema.map(|schema| quote!(input_schema = #schema,));
@@ -186,11 +243,13 @@ fn status_tool(method: &ImplItemFn) -> Option<ImplItem> {
 }
 
 /// The status tool's description: one paragraph, naming the key's fields as the model
-/// knows them (its JSON arguments).
+/// knows them (its JSON arguments). The tool's name never follows an article ("a call to
+/// export_report", not "a export_report call"): no rule on the spelling picks a or an for
+/// every name.
 fn description(tool: &Ident, plan: &Plan) -> String {
     let what = format!(
         "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call was abandoned). \
-         Call it when a {tool} call's outcome is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
+         Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
     );
     let never = "It never runs or repeats the action.";
     match &plan.params_key {
@@ -291,7 +350,8 @@ mod tests {
 
     /// The status tool added for `method`, as text without spaces.
     fn status_tool_of(method: ImplItemFn) -> String {
-        status_tool(&method).expect("a status tool").to_token_stream().to_string().replace(' ', "")
+        let Found::Tool(tool) = status_tool(&method) else { panic!("no status tool") };
+        tool.to_token_stream().to_string().replace(' ', "")
     }
 
     #[test]
@@ -312,6 +372,82 @@ mod tests {
             "{tool}"
         );
         assert!(tool.contains("keyfields:customer,period."), "{tool}");
+    }
+
+    #[test]
+    fn the_description_reads_well_for_any_tool_name() {
+        for name in ["export_report", "send_invoice", "user_sync", "hourly_export"] {
+            let method: ImplItemFn = syn::parse_str(&format!(
+                r#"#[idempotent(key = "x:<req.id>")] #[tool] async fn {name}(&self, Parameters(req): Parameters<R>)
+                   -> Result<CallToolResult, ErrorData> {{ todo!() }}"#
+            ))
+            .unwrap();
+            let tool = status_tool_of(method);
+            assert!(tool.contains(&format!("ofacallto{name}isunknown")), "{tool}");
+            assert!(!tool.contains(&format!("a{name}call")), "{tool}");
+        }
+    }
+
+    #[test]
+    fn a_mistaken_idempotent_is_left_to_report_itself() {
+        let mistaken: [ImplItemFn; 3] = [
+            // An unknown placeholder.
+            syn::parse_quote! {
+                #[idempotent(key = "invoice:<month>")]
+                #[tool]
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+            },
+            // Below an async tool's #[tool]: #[idempotent] then sees rmcp's boxed future.
+            syn::parse_quote! {
+                #[tool]
+                #[idempotent(key = "invoice:<req.id>")]
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+            },
+            // rmcp's `Json<T>`, which #[idempotent] refuses before anything else.
+            syn::parse_quote! {
+                #[idempotent(key = "invoice:<req.id>")]
+                #[tool]
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<Json<Invoice>, ErrorData> { todo!() }
+            },
+        ];
+        for method in mistaken {
+            assert!(matches!(status_tool(&method), Found::Mistaken));
+        }
+        let impl_block: TokenStream = quote! {
+            #[tool_router]
+            impl Billing {
+                #[idempotent(key = "invoice:<month>")]
+                #[tool]
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+            }
+        };
+        let out = status_tools(TokenStream::new(), impl_block).expect("no error of its own").to_string();
+        assert!(!out.contains("compile_error") && !out.contains("__idem_send_task"), "{out}");
+    }
+
+    #[test]
+    fn idempotent_inside_cfg_attr_is_found_nested_or_not() {
+        for method in [
+            quote!(
+                #[cfg_attr(feature = "idem", idempotent(key = "x:<req.id>"))]
+                #[tool]
+                async fn send(&self) {}
+            ),
+            quote!(
+                #[cfg_attr(unix, cfg_attr(feature = "idem", idem::idempotent(key = "x:<req.id>")))]
+                #[tool]
+                async fn send(&self) {}
+            ),
+        ] {
+            let method: ImplItemFn = syn::parse2(method).unwrap();
+            assert!(conditional_idempotent(&method).is_some());
+        }
+        let other: ImplItemFn = syn::parse_quote!(
+            #[cfg_attr(feature = "idem", doc = "idempotent")]
+            #[idempotent(key = "x:<id>")]
+            fn send(id: u8) {}
+        );
+        assert!(conditional_idempotent(&other).is_none());
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub struct Plan {
     pub max_hold_ms: Option<u64>,
     pub retain_ms: Option<u64>,
     pub timeout_ms: Option<u64>,
-    pub keep_errors: bool,
+    /// `on_error = keep`: the `keep` token, where an error type that cannot be kept is reported.
+    pub keep_errors: Option<Ident>,
     pub reconcile: Option<Expr>,
     /// The facade's path in generated code: `::idem`, or what `crate = "..."` names.
     pub krate: syn::Path,
@@ -75,6 +76,9 @@ pub struct KeyField {
 
 pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
+    if let Some(krate) = &args.krate {
+        crate::krate::check(krate, errors);
+    }
     if let Some((_, span)) = args.timeout {
         check_timeout(item, span, errors);
     }
@@ -144,7 +148,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
     }
     let mut store_inputs = Vec::new();
     if let Some(store) = &args.store {
-        add_store_inputs(store, &bindings, &mut store_inputs);
+        store_inputs = crate::reads::inputs(quote::ToTokens::to_token_stream(store), &bindings);
     }
     // The scope is part of the record's identity: `<fn>_record_id` and the status function
     // take what it reads, as they take what the `store` expression reads.
@@ -186,7 +190,7 @@ pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> 
         max_hold_ms: args.max_hold.map(|(ms, _)| ms),
         retain_ms: args.retain.map(|(ms, _)| ms),
         timeout_ms: args.timeout.map(|(ms, _)| ms),
-        keep_errors: args.keep_errors.is_some(),
+        keep_errors: args.keep_errors,
         reconcile: args.reconcile,
         krate: args.krate.unwrap_or_else(|| syn::parse_quote!(::idem)),
         status_inputs,
@@ -229,27 +233,6 @@ fn params_key(
         parts.push((index, rest.to_vec()));
     }
     Some(ParamsKey { arg, fields, parts })
-}
-
-/// A `store` expression evaluated per call may use parameters (`store = ctx.store`): the
-/// status function takes those too, to read from the same store.
-pub(crate) fn add_store_inputs(store: &Expr, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
-    fn walk(tokens: proc_macro2::TokenStream, bindings: &[Binding], status_inputs: &mut Vec<usize>) {
-        for token in tokens {
-            match token {
-                proc_macro2::TokenTree::Ident(ident) => {
-                    if let Some(binding) = bindings.iter().find(|b| b.ident == ident)
-                        && !status_inputs.contains(&binding.arg)
-                    {
-                        status_inputs.push(binding.arg);
-                    }
-                }
-                proc_macro2::TokenTree::Group(group) => walk(group.stream(), bindings, status_inputs),
-                _ => {}
-            }
-        }
-    }
-    walk(quote::ToTokens::to_token_stream(store), bindings, status_inputs);
 }
 
 /// idem's default lease, `idem::DEFAULT_LEASE` (a test of the facade pins the two together).

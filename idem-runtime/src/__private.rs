@@ -2,8 +2,9 @@
 
 pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
-    Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, NoReconcile, Reconcile, Release,
-    Tool, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
+    AsyncAnswer, Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, KeptError,
+    NoReconcile, Reconcile, Release, SyncAnswer, Tool, keep, reconcile_async, reconcile_sync, run_async,
+    run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
@@ -21,6 +22,26 @@ pub use tracing;
 pub fn key_part<T: KeyPart>(value: &T) -> &dyn KeyPart {
     value
 }
+
+/// Checks a scope's type where the user wrote `scope = ...`: like [`key_part`], in words
+/// about scopes (a scope is not a key field).
+#[inline(always)]
+pub fn scope_part<T: ScopePart>(value: &T) -> &dyn KeyPart {
+    value
+}
+
+/// A value that can be a scope: any key part (strings, integers, identifier types).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an idempotency scope",
+    label = "a scope names whose records these are (a tenant or user id), and `{Self}` is not such an id",
+    note = "give `scope = ...` the caller's id itself, a string or an integer (e.g. `scope = principal.tenant`), or a type that implements `idem::KeyPart`; the scope's text is hashed into every key, so it must be the same on every call of that caller"
+)]
+pub trait ScopePart: KeyPart {}
+
+// Not recommended: without it rustc would report the missing `KeyPart` in words about key
+// fields.
+#[diagnostic::do_not_recommend]
+impl<T: KeyPart + ?Sized> ScopePart for T {}
 
 /// Names the return type's stored value for the generated status function.
 pub type ValueOf<O> = <O as ToolOutput>::Value;

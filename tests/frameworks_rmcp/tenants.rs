@@ -56,12 +56,12 @@ impl TenantBilling {
 impl ServerHandler for TenantBilling {}
 
 /// A transport that puts the connection's principal on every request it receives.
-struct Authenticated<T> {
+struct Authenticating<T> {
     inner: T,
     principal: Principal,
 }
 
-impl<T: Transport<RoleServer>> Transport<RoleServer> for Authenticated<T> {
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Authenticating<T> {
     type Error = T::Error;
 
     fn send(
@@ -88,7 +88,7 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Authenticated<T> {
 async fn connect_as(billing: TenantBilling, tenant: &str) -> RunningService<RoleClient, ()> {
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_io);
-    let transport = Authenticated {
+    let transport = Authenticating {
         inner: AsyncRwTransport::<RoleServer, _, _>::new_server(read, write),
         principal: Principal { tenant: tenant.into() },
     };

@@ -2,6 +2,7 @@
 //! for the body's errors.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -73,45 +74,105 @@ impl<T: Send> Reconcile<T> for NoReconcile {
     }
 }
 
+// A hook is checked once, where the user wrote it: `reconcile_sync` and `reconcile_async`
+// carry the bounds (the expansion spans the call at the hook, and names `T`, the tool's
+// stored value, so a hook answering another type is reported there too). What they return
+// implements `Reconcile` whatever the hook: it calls the hook through a function pointer
+// made where the bounds hold. The call that takes the hook then has nothing left to check,
+// so a hook that does not fit is one error, at the hook, in idem's words, never a second
+// one at the tool.
+
 /// A sync tool's hook: `Fn(Abandoned) -> Reconciled<T>`.
 #[doc(hidden)]
-pub struct SyncHook<F>(F);
+pub struct SyncHook<T, F> {
+    hook: F,
+    answer: fn(&F, Abandoned) -> Reconciled<T>,
+}
 
-/// An async tool's hook: `Fn(Abandoned) -> impl Future<Output = Reconciled<T>>`.
+/// An async tool's hook: `Fn(Abandoned) -> impl Future<Output = Reconciled<T>>`. Its
+/// future is boxed when an abandoned call is reconciled, and only then. The future may
+/// hold what the hook captured (`'h`), never the borrow of the hook itself (`Fn`'s output
+/// cannot name it).
 #[doc(hidden)]
-pub struct AsyncHook<F>(F);
+pub struct AsyncHook<'h, T, F> {
+    hook: F,
+    answer: fn(&F, Abandoned) -> HookFuture<'h, T>,
+}
+
+/// An async hook's answer, boxed.
+type HookFuture<'h, T> = Pin<Box<dyn Future<Output = Reconciled<T>> + Send + 'h>>;
 
 /// Wraps a sync tool's `reconcile = ...`, where the closure's argument type is inferred.
 #[doc(hidden)]
-pub fn reconcile_sync<T, F: Fn(Abandoned) -> Reconciled<T> + Sync>(hook: F) -> SyncHook<F> {
-    SyncHook(hook)
+pub fn reconcile_sync<T, F, R>(hook: F) -> SyncHook<T, F>
+where
+    F: Fn(Abandoned) -> R + Sync,
+    R: SyncAnswer<Value = T>,
+{
+    SyncHook { hook, answer: |hook, abandoned| hook(abandoned).into_reconciled() }
 }
 
 /// Wraps an async tool's `reconcile = ...`, where the closure's argument type is inferred.
 #[doc(hidden)]
-pub fn reconcile_async<T, F, Fut>(hook: F) -> AsyncHook<F>
+pub fn reconcile_async<'h, T, F, Fut>(hook: F) -> AsyncHook<'h, T, F>
 where
     F: Fn(Abandoned) -> Fut + Sync,
-    Fut: Future<Output = Reconciled<T>> + Send,
+    Fut: AsyncAnswer<Value = T> + Send + 'h,
 {
-    AsyncHook(hook)
+    AsyncHook { hook, answer: |hook, abandoned| Box::pin(hook(abandoned)) }
 }
 
-impl<T: Send, F: Fn(Abandoned) -> Reconciled<T> + Sync> Reconcile<T> for SyncHook<F> {
-    const PRESENT: bool = true;
-    fn reconcile(&self, abandoned: Abandoned) -> impl Future<Output = Reconciled<T>> + Send {
-        std::future::ready((self.0)(abandoned))
+/// What a sync tool's hook returns: a `Reconciled` itself, answered at once.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a sync tool needs a sync reconcile hook, returning `idem::Reconciled<_>`: this one returns `{Self}`",
+    label = "a sync tool's `reconcile` hook returns `idem::Reconciled<_>` itself",
+    note = "make the hook a plain `fn(idem::Abandoned) -> idem::Reconciled<T>` (or such a closure), or make the tool an `async fn`"
+)]
+pub trait SyncAnswer {
+    /// The tool's result type the hook reports.
+    type Value;
+    /// The answer.
+    fn into_reconciled(self) -> Reconciled<Self::Value>;
+}
+
+impl<T> SyncAnswer for Reconciled<T> {
+    type Value = T;
+    fn into_reconciled(self) -> Reconciled<T> {
+        self
     }
 }
 
-impl<T, F, Fut> Reconcile<T> for AsyncHook<F>
-where
-    F: Fn(Abandoned) -> Fut + Sync,
-    Fut: Future<Output = Reconciled<T>> + Send,
-{
+/// What an async tool's hook returns: a future of a `Reconciled`.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "an async tool needs an async reconcile hook, returning a future of `idem::Reconciled<_>`: this one returns `{Self}`",
+    label = "an async tool's `reconcile` hook returns a future of `idem::Reconciled<_>`",
+    note = "make the hook an `async fn(idem::Abandoned) -> idem::Reconciled<T>` or a closure `|abandoned| async move {{ ... }}`, or make the tool a plain `fn` to keep a hook that answers at once"
+)]
+pub trait AsyncAnswer: Future<Output = Reconciled<Self::Value>> {
+    /// The tool's result type the hook reports.
+    type Value;
+}
+
+// Not recommended: rustc then reports the sentence above instead of "`Reconciled<T>` is
+// not a future".
+#[diagnostic::do_not_recommend]
+impl<T, Fut: Future<Output = Reconciled<T>>> AsyncAnswer for Fut {
+    type Value = T;
+}
+
+impl<T: Send, F> Reconcile<T> for SyncHook<T, F> {
     const PRESENT: bool = true;
     fn reconcile(&self, abandoned: Abandoned) -> impl Future<Output = Reconciled<T>> + Send {
-        (self.0)(abandoned)
+        std::future::ready((self.answer)(&self.hook, abandoned))
+    }
+}
+
+impl<T, F> Reconcile<T> for AsyncHook<'_, T, F> {
+    const PRESENT: bool = true;
+    fn reconcile(&self, abandoned: Abandoned) -> impl Future<Output = Reconciled<T>> + Send {
+        (self.answer)(&self.hook, abandoned)
     }
 }
 
@@ -156,10 +217,33 @@ impl<O: ToolOutput> ErrorPolicy<O> for Release {
 #[derive(Clone, Copy, Debug)]
 pub struct Keep;
 
+/// `on_error = keep`, checked where the attribute says `keep` (the expansion calls it with
+/// the tool's error type, spanned at that word): an error type that cannot be stored is
+/// reported there, in idem's words. [`Keep`]'s policy needs the same bound at the same
+/// place, so rustc reports it once.
+#[doc(hidden)]
+pub fn keep<E: KeptError>() -> Keep {
+    Keep
+}
+
+/// An error type `on_error = keep` can store and replay.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`on_error = keep` stores the tool's error `{Self}` and replays it to every retry, so `{Self}` must implement `serde::Serialize` and `serde::Deserialize`",
+    label = "`{Self}` is kept as the final answer here",
+    note = "derive both on the error type (`#[derive(serde::Serialize, serde::Deserialize)]`), or leave out `on_error = keep`: by default an error releases the key, so a retry may run the action"
+)]
+pub trait KeptError: Serialize + DeserializeOwned {}
+
+// Not recommended: without it rustc would report the missing serde trait with a note
+// naming `KeptError`, never `on_error = keep`.
+#[diagnostic::do_not_recommend]
+impl<E: Serialize + DeserializeOwned> KeptError for E {}
+
 impl<T, E> ErrorPolicy<Result<T, E>> for Keep
 where
     Result<T, E>: ToolOutput,
-    E: Serialize + DeserializeOwned,
+    E: KeptError,
 {
     fn kept_error(&self, output: &Result<T, E>) -> Option<Result<String, serde_json::Error>> {
         output.as_ref().err().map(serde_json::to_string)

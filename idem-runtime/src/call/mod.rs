@@ -34,7 +34,8 @@ pub(crate) use decide::{running, store_failed};
 use drive::{Async, drive, ready_now, with_blocking};
 pub use hold::progress;
 pub use hooks::{
-    Abandoned, ErrorPolicy, Keep, NoReconcile, Reconcile, Reconciled, Release, reconcile_async, reconcile_sync,
+    Abandoned, AsyncAnswer, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Reconciled, Release, SyncAnswer,
+    keep, reconcile_async, reconcile_sync,
 };
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
