@@ -12,14 +12,22 @@ use super::{PgStore, backend, duration_ms};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl PgStore {
-    /// Whether idem's tables are in the store's schema, without creating them: for a
-    /// command that must not create a store where there was none.
-    pub fn exists_blocking(&self) -> Result<bool, StoreError> {
+    /// Checks that the store's schema already holds idem's tables at the schema version
+    /// this idem reads, reading only: for tools that must never create or change a store,
+    /// such as the `idem` operator command. Anything else is an error that names the store
+    /// and says what its schema holds: no such schema, no tables, another application's
+    /// tables (named), an idem schema of an older version (which using it would migrate,
+    /// locking out the older idem that wrote it) or a newer one. Nothing is created or
+    /// changed. Once it has passed, this store never creates or migrates the schema.
+    pub fn check_existing_blocking(&self) -> Result<(), StoreError> {
         block_on(self.operation("open", async {
             let conn = self.inner.pool.get().await?;
-            let versions = format!("{}.idem_schema_version", self.schema());
-            Ok(self.inner.queries.version(&conn.client, &versions).await?.is_some())
-        }))
+            self.inner.queries.existing(&conn.client).await
+        }))?;
+        // The schema is at this idem's version: a later operation must not create it again
+        // if someone drops it meanwhile.
+        let _ = self.inner.migrated.set(());
+        Ok(())
     }
 
     fn table(&self) -> String {
