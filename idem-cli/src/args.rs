@@ -13,7 +13,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub struct Cli {
     /// The store: an SQLite file, or a PostgreSQL URL (postgres://user@host/db). Default:
     /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
-    /// It must exist: this command never creates one.
+    /// It must already be an idem store of this idem's schema version: this command never
+    /// creates, migrates or changes anything else. It reads the file (or schema) first, and
+    /// refuses a missing path, a directory, an empty file, a file that is not SQLite,
+    /// another application's database and a store of an older or newer idem, in one line
+    /// that says what it found (exit 1), leaving it exactly as it was.
     #[arg(long, global = true, value_name = "PATH|URL", env = "IDEM_DB")]
     pub db: Option<PathBuf>,
 

@@ -34,7 +34,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use idem_runtime::store::{Admin, PgStore, SqliteStore};
+use idem_runtime::store::{Admin, PgStore, SqliteStore, StoreError};
 
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
@@ -62,30 +62,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// The store at `db`, which must exist: a typo must not read as "no stuck keys", and
-/// creating a store is what tools do, never this command.
+/// The store at `db`, which must already be one: a typo must not read as "no stuck keys",
+/// and creating a store, or changing a file that is not one, is never this command's doing.
 fn open_existing(db: &Path, schema: &str) -> Result<Box<dyn Admin>, String> {
     let text = db.to_string_lossy();
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        let store = PgStore::builder(&text).schema(schema).build().map_err(|e| e.to_string())?;
-        return match store.exists_blocking() {
-            Ok(true) => Ok(Box::new(store)),
-            Ok(false) => Err(format!(
-                "no idem store in {}: this command never creates one (a tool creates its tables on first use); \
-                 check the URL and --schema",
-                store.describe()
-            )),
-            Err(error) => Err(error.to_string()),
-        };
+        let store = PgStore::builder(&text).schema(schema).build().map_err(said)?;
+        store.check_existing_blocking().map_err(said)?;
+        return Ok(Box::new(store));
     }
     match std::fs::metadata(db) {
         Ok(meta) if meta.is_dir() => Err(format!("{}: is a directory, not a store file", db.display())),
-        Ok(_) => Ok(Box::new(SqliteStore::open(db).map_err(|e| e.to_string())?)),
+        Ok(_) => Ok(Box::new(SqliteStore::builder(db).open_existing().map_err(said)?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
             "no store at {}: this command never creates one (a tool creates its store on first use); \
              check the path, or --db / IDEM_DB",
             db.display()
         )),
         Err(e) => Err(format!("{}: {e}", db.display())),
+    }
+}
+
+/// A store's error as one line, without "store failed: ": opening it did not fail, it was
+/// refused.
+fn said(error: StoreError) -> String {
+    match error {
+        StoreError::Backend(cause) => cause.to_string(),
+        other => other.to_string(),
     }
 }

@@ -8,6 +8,9 @@ use std::time::Duration;
 use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
 
+#[path = "cli/not_a_store.rs"]
+mod not_a_store;
+
 fn idem(db: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("--db")
@@ -363,12 +366,7 @@ fn without_db_the_command_reads_the_tools_default_store() {
 /// wrote, `list --state abandoned --json`, `count` and `resolve` work as on SQLite.
 #[test]
 fn postgres_stores_are_read_and_never_created() {
-    let Some(url) = std::env::var("IDEM_TEST_DATABASE_URL").ok().filter(|url| !url.is_empty()) else {
-        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") {
-            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests");
-        }
-        return eprintln!("SKIPPED postgres_stores_are_read_and_never_created: set IDEM_TEST_DATABASE_URL");
-    };
+    let Some(url) = pg_url("postgres_stores_are_read_and_never_created") else { return };
     let schema = format!("idem_cli_{}", std::process::id());
     let pg = |args: &[&str]| {
         let output =
@@ -377,9 +375,10 @@ fn postgres_stores_are_read_and_never_created() {
     };
     let missing = pg(&["list"]);
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
-    assert!(text(&missing).contains("no idem store in PostgreSQL"), "{}", text(&missing));
+    assert!(text(&missing).contains("not an idem store"), "{}", text(&missing));
     let store = idem_runtime::store::PgStore::builder(&url).schema(&schema).build().unwrap();
-    assert!(!store.exists_blocking().unwrap(), "the command created nothing");
+    let schemas = format!("SELECT nspname::text FROM pg_namespace WHERE nspname = '{schema}'");
+    assert!(sql_strings(&url, &schemas).is_empty(), "the command created nothing");
     let id = RecordId { namespace: "shop::pay", key: "pay:9" };
     let reserved =
         idem_runtime::Store::reserve(&store, Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO });
@@ -395,16 +394,43 @@ fn postgres_stores_are_read_and_never_created() {
     assert!(resolved.status.success(), "{}", text(&resolved));
     let record = idem_runtime::Store::read(&store, id).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: r#"{"charge":"ch_9"}"#.into() });
-    drop_schema(&url, &schema);
+    sql(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }
 
-/// Drops a test schema, on a connection of its own.
-fn drop_schema(url: &str, schema: &str) {
+/// The PostgreSQL test server's URL, or `None` after saying that `test` is skipped; under
+/// CI a missing URL fails the test.
+fn pg_url(test: &str) -> Option<String> {
+    let url = std::env::var("IDEM_TEST_DATABASE_URL").ok().filter(|url| !url.is_empty());
+    if url.is_none() {
+        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") {
+            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests");
+        }
+        eprintln!("SKIPPED {test}: set IDEM_TEST_DATABASE_URL");
+    }
+    url
+}
+
+/// Runs `statements` on a connection of its own.
+fn sql(url: &str, statements: &str) {
+    on_server(url, |client| async move { client.batch_execute(statements).await.unwrap() });
+}
+
+/// The first column of each row `query` returns, as text.
+fn sql_strings(url: &str, query: &str) -> Vec<String> {
+    on_server(url, |client| async move {
+        client.query(query, &[]).await.unwrap().iter().map(|row| row.get::<_, String>(0)).collect()
+    })
+}
+
+fn on_server<T, F: std::future::Future<Output = T>>(
+    url: &str,
+    with: impl FnOnce(idem_runtime::store::postgres::tokio_postgres::Client) -> F,
+) -> T {
     use idem_runtime::store::postgres::tokio_postgres;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
         tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await.unwrap();
-    });
+        with(client).await
+    })
 }
