@@ -51,7 +51,7 @@ pub enum Command {
         /// Only records reserved at least this long ago: 30s, 5m, 2h, 7d.
         #[arg(long, value_name = "AGE", value_parser = age)]
         older_than: Option<std::time::Duration>,
-        /// At most this many records.
+        /// At most this many records, the oldest. When more match, it says how many more.
         #[arg(long, default_value_t = 100, value_name = "N")]
         limit: usize,
     },
@@ -68,13 +68,16 @@ pub enum Command {
         /// The record's key, as `list` shows it.
         key: String,
     },
-    /// Remove settled records past their retention.
+    /// Remove every settled record past its retention.
     ///
-    /// Never an in-progress one. Run it periodically.
+    /// Never an in-progress one. It goes on, batch after batch, until none is due, so that
+    /// a periodic run keeps up however many records came due since the last one; each batch
+    /// is one short write, and the tools' own writes take their turns in between. Prints
+    /// how many it removed (`--json`: {"purged": N, "batches": B}). Run it periodically.
     Purge {
-        /// At most this many records.
-        #[arg(long, default_value_t = 100, value_name = "N")]
-        limit: usize,
+        /// How many records each batch removes at most.
+        #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
     },
     /// Settle a key left in progress by hand.
     ///

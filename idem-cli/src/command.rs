@@ -34,7 +34,20 @@ pub fn run(
             for entry in &shown {
                 say!("{}", if json { render::json_line(entry) } else { render::line(entry) });
             }
-            eprintln!("{} record(s) in {}", shown.len(), store.describe());
+            // Only a listing that filled its limit may have left records out.
+            let matching = if shown.len() == limit {
+                store.count_matching(&query).map_err(|e| e.to_string())?.max(limit as u64)
+            } else {
+                shown.len() as u64
+            };
+            match matching - shown.len() as u64 {
+                0 => eprintln!("{} record(s) in {}", shown.len(), store.describe()),
+                more => eprintln!(
+                    "the oldest {limit} of {matching} record(s) in {}: stopped at --limit {limit}, {more} more \
+                     match (raise --limit to see them)",
+                    store.describe()
+                ),
+            }
             Ok(())
         }
         Command::Count => {
@@ -57,9 +70,23 @@ pub fn run(
                 None => Err(format!("no record for {namespace} {key}")),
             }
         }
-        Command::Purge { limit } => {
-            let purged = store.purge(limit).map_err(|e| e.to_string())?;
-            say!("purged {purged} record(s) past their retention");
+        Command::Purge { batch } => {
+            let batch = batch as usize;
+            // Until a batch comes back short: everything due is removed, each batch one
+            // short write, so that the tools' own writes get their turns in between.
+            let (mut purged, mut batches) = (0, 0);
+            loop {
+                let removed = store.purge(batch).map_err(|e| format!("{e} (after purging {purged} record(s))"))?;
+                (purged, batches) = (purged + removed, batches + 1);
+                if removed < batch {
+                    break;
+                }
+            }
+            if json {
+                say!("{}", serde_json::json!({ "purged": purged, "batches": batches }));
+            } else {
+                say!("purged {purged} record(s) past their retention, in {batches} batch(es) of at most {batch}");
+            }
             Ok(())
         }
         Command::Reopen { namespace, key, yes } => reopen(store, (&namespace, &key), yes, confirm),

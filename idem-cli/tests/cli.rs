@@ -8,6 +8,8 @@ use std::time::Duration;
 use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
 
+#[path = "cli/limits.rs"]
+mod limits;
 #[path = "cli/not_a_store.rs"]
 mod not_a_store;
 
@@ -89,7 +91,7 @@ fn flags_anywhere_help_and_version() {
     assert!(help.contains("--force") && help.contains("--rmcp") && help.contains("Example"), "{help}");
     let after = Command::new(env!("CARGO_BIN_EXE_idem")).args(["list", "--limit=1", "--db"]).arg(&db).output().unwrap();
     assert!(after.status.success(), "{}", text(&after));
-    assert!(text(&after).contains("1 record(s)"), "{}", text(&after));
+    assert!(text(&after).contains("the oldest 1 of 3 record(s)"), "{}", text(&after));
     let old = text(&idem(&db, &["list", "--older-than", "1h"], ""));
     assert!(old.contains("0 record(s)"), "none is an hour old: {old}");
     let bad_age = idem(&db, &["list", "--older-than", "soon"], "");
