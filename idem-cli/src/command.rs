@@ -1,10 +1,10 @@
 //! What each command does, on an open store.
 
 use idem_runtime::DEFAULT_RETAIN;
-use idem_runtime::store::{Admin, ListQuery, RecordId, RecordState, StateFilter, StoreError};
+use idem_runtime::store::{Admin, ListQuery, Record, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, State};
-use crate::render;
+use crate::{keys, render};
 
 pub fn run(
     store: &dyn Admin,
@@ -60,15 +60,10 @@ pub fn run(
             Ok(())
         }
         Command::Show { namespace, key } => {
-            let id = RecordId { namespace: &namespace, key: &key };
-            match store.read(id).map_err(|e| e.to_string())? {
-                Some(record) => {
-                    let entry = idem_runtime::store::ListedRecord { namespace, key, record };
-                    say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
-                    Ok(())
-                }
-                None => Err(format!("no record for {namespace} {key}")),
-            }
+            let (key, record) = keys::find(store, &namespace, &key)?;
+            let entry = idem_runtime::store::ListedRecord { namespace, key, record };
+            say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
+            Ok(())
         }
         Command::Purge { batch } => {
             let batch = batch as usize;
@@ -104,8 +99,8 @@ fn resolve(
     (rmcp, force, yes): (bool, bool, bool),
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let id = RecordId { namespace, key };
-    let record = shown(store, id)?;
+    let (key, record) = shown(store, namespace, key)?;
+    let (key, id) = (key.as_str(), RecordId { namespace, key: &key });
     if let RecordState::InProgress { lease_expired: false, .. } = record.state
         && !force
     {
@@ -142,14 +137,13 @@ fn resolve(
     }
 }
 
-/// Prints the record as it is before a change, so that a mistake can be put back by hand.
-fn shown(store: &dyn Admin, id: RecordId<'_>) -> Result<idem_runtime::store::Record, String> {
-    let (namespace, key) = (id.namespace, id.key);
-    let record =
-        store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
-    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
+/// Finds the record (see [`keys::find`]) and prints it as it is before a change, so that a
+/// mistake can be put back by hand: its key as stored, and the record.
+fn shown(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
+    let (key, record) = keys::find(store, namespace, key)?;
+    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key, record };
     say!("{}", render::detail(&entry));
-    Ok(entry.record)
+    Ok((entry.key, entry.record))
 }
 
 fn reopen(
@@ -158,8 +152,8 @@ fn reopen(
     yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let id = RecordId { namespace, key };
-    shown(store, id)?;
+    let (key, _) = shown(store, namespace, key)?;
+    let (key, id) = (key.as_str(), RecordId { namespace, key: &key });
     let question = format!(
         "Reopen {key}? Its result above is dropped, and the next call runs the tool's reconcile hook or answers \
          OUTCOME_UNKNOWN."

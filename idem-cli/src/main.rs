@@ -27,6 +27,7 @@ macro_rules! say {
 
 mod args;
 mod command;
+mod keys;
 mod render;
 
 use std::io::{BufRead, Write};

@@ -8,6 +8,8 @@ use std::time::Duration;
 use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
 
+#[path = "cli/escaped_keys.rs"]
+mod escaped_keys;
 #[path = "cli/limits.rs"]
 mod limits;
 #[path = "cli/not_a_store.rs"]
