@@ -25,7 +25,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
     pub schema: String,
 
-    /// Print one JSON object per line (list, count, show) instead of text.
+    /// Print JSON instead of text: one object per record (list, show) or count (count)
+    /// per line, and {"purged": N, "batches": B} (purge). resolve and reopen refuse it
+    /// (a usage error): they show the record as text and ask before changing it.
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -92,9 +94,18 @@ pub enum Command {
         namespace: String,
         /// The record's key, as `list` shows it.
         key: String,
-        /// The result to record, as JSON: what the tool would have returned.
-        #[arg(long, value_name = "JSON", value_parser = json, conflicts_with = "release", required_unless_present = "release")]
-        done: Option<serde_json::Value>,
+        /// The result to record, as JSON: what the tool would have returned. `-` reads it from
+        /// standard input (then --yes is needed: there is nobody to ask), `@FILE` from a file;
+        /// for results too large for an argument, such as stored HTTP responses (up to 1 MiB).
+        #[arg(
+            long,
+            value_name = "JSON|-|@FILE",
+            value_parser = done,
+            conflicts_with = "release",
+            required_unless_present = "release",
+            requires_if("-", "yes")
+        )]
+        done: Option<Done>,
         /// Wrap --done's value as an rmcp tool stores its result (a CallToolResult).
         #[arg(long, conflicts_with = "release")]
         rmcp: bool,
@@ -138,9 +149,48 @@ pub enum State {
     Failed,
 }
 
-fn json(text: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(text)
-        .map_err(|e| format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}'"))
+/// Where `resolve --done` takes its result from.
+#[derive(Clone, Debug)]
+pub enum Done {
+    /// Given on the command line.
+    Json(serde_json::Value),
+    /// `-`: standard input, to its end.
+    Stdin,
+    /// `@FILE`.
+    File(PathBuf),
+}
+
+impl Done {
+    /// The result, read and parsed: from stdin or the file, or as given.
+    pub fn read(self) -> Result<serde_json::Value, String> {
+        let (text, from) = match self {
+            Done::Json(value) => return Ok(value),
+            Done::Stdin => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                    .map_err(|e| format!("--done -: cannot read standard input: {e}; nothing changed"))?;
+                (text, "-".to_owned())
+            }
+            Done::File(path) => {
+                let read = std::fs::read_to_string(&path);
+                let text = read.map_err(|e| format!("--done @{}: {e}; nothing changed", path.display()))?;
+                (text, format!("@{}", path.display()))
+            }
+        };
+        serde_json::from_str(&text).map_err(|e| format!("--done {from}: not JSON ({e}); nothing changed"))
+    }
+}
+
+/// `--done`'s argument: JSON is checked now (a usage error), `-` and `@FILE` are read when
+/// the command runs.
+fn done(text: &str) -> Result<Done, String> {
+    match text {
+        "-" => Ok(Done::Stdin),
+        _ if text.starts_with('@') => Ok(Done::File(PathBuf::from(&text[1..]))),
+        _ => serde_json::from_str(text).map(Done::Json).map_err(|e| {
+            format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}', or - or @FILE to read it")
+        }),
+    }
 }
 
 /// `30s`, `5m`, `2h`, `7d` (or `500ms`): a whole number and a unit.

@@ -3,7 +3,7 @@
 use idem_runtime::DEFAULT_RETAIN;
 use idem_runtime::store::{Admin, ListQuery, Record, RecordId, RecordState, StateFilter, StoreError};
 
-use crate::args::{Command, State};
+use crate::args::{Command, Done, State};
 use crate::{keys, render};
 
 pub fn run(
@@ -86,6 +86,8 @@ pub fn run(
         }
         Command::Reopen { namespace, key, yes } => reopen(store, (&namespace, &key), yes, confirm),
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
+            // Read before anything is shown or asked: a file that is not there changes nothing.
+            let done = done.map(Done::read).transpose()?;
             let done = done.map(|value| if rmcp { tool_result(value) } else { value.to_string() });
             resolve(store, (&namespace, &key), done, (rmcp, force, yes), confirm)
         }
@@ -110,10 +112,8 @@ fn resolve(
              (idem show), or pass --force if you know that call is gone; nothing changed"
         ));
     }
-    if let Some(json) = &done
-        && !rmcp
-    {
-        check_shape(store, namespace, json)?;
+    if let Some(json) = &done {
+        check_shape(store, namespace, json, rmcp)?;
     }
     let question = match &done {
         Some(json) => format!("Record {key} as done with result {json}? Retries will get this result."),
@@ -175,8 +175,9 @@ fn reopen(
 
 /// Refuses a result another completed record of the namespace says the tool cannot read:
 /// a plain value where the tool (an rmcp tool) stores MCP tool results, or where an HTTP
-/// layer stores responses.
-fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), String> {
+/// layer stores responses, and a value wrapped by `--rmcp` where the tool stores plain
+/// values.
+fn check_shape(store: &dyn Admin, namespace: &str, json: &str, rmcp: bool) -> Result<(), String> {
     let query =
         ListQuery { state: StateFilter::Completed, namespace: Some(namespace), limit: 1, ..ListQuery::default() };
     let sibling = store.list(&query).map_err(|e| e.to_string())?;
@@ -187,17 +188,24 @@ fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), Str
         serde_json::from_str::<serde_json::Value>(text)
             .is_ok_and(|value| value.get("content").is_some_and(|c| c.is_array()))
     };
+    if is_http_response(result) && !is_http_response(json) {
+        return Err(format!(
+            "{namespace} stores HTTP responses (an idem::http layer's), which {json} is not: give the response \
+             to replay, {{\"status\": 201, \"headers\": [[\"content-type\", \"application/json\"]], \"body\": \"...\"}}, \
+             without --rmcp; nothing changed"
+        ));
+    }
     if is_tool_result(result) && !is_tool_result(json) {
         return Err(format!(
             "{namespace} stores MCP tool results (a CallToolResult with \"content\"), which {json} is not: its \
              tool could not read it back. Add --rmcp to wrap the value the way the tool does; nothing changed"
         ));
     }
-    if is_http_response(result) && !is_http_response(json) {
+    if rmcp && !is_tool_result(result) {
         return Err(format!(
-            "{namespace} stores HTTP responses (an idem::http layer's), which {json} is not: give the response \
-             to replay, {{\"status\": 201, \"headers\": [[\"content-type\", \"application/json\"]], \"body\": \"...\"}}; \
-             nothing changed"
+            "{namespace} stores plain values, not MCP tool results (its completed records have no \"content\"): \
+             with --rmcp its tool would read back a CallToolResult instead of its value. Drop --rmcp; nothing \
+             changed"
         ));
     }
     Ok(())

@@ -34,12 +34,26 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use idem_runtime::store::{Admin, PgStore, SqliteStore, StoreError};
 
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
     let cli = args::Cli::parse();
+    if cli.json
+        && let args::Command::Resolve { .. } | args::Command::Reopen { .. } = cli.command
+    {
+        let name = if matches!(cli.command, args::Command::Resolve { .. }) { "resolve" } else { "reopen" };
+        args::Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--json does not apply to {name}: it prints the record it changes as text and asks before \
+                     changing it. --json applies to list, count, show and purge"
+                ),
+            )
+            .exit();
+    }
     let stdin = std::io::stdin();
     let mut confirm = |question: &str| {
         print!("{question} [y/N] ");

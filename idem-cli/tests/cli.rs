@@ -14,6 +14,8 @@ mod escaped_keys;
 mod limits;
 #[path = "cli/not_a_store.rs"]
 mod not_a_store;
+#[path = "cli/settling.rs"]
+mod settling;
 
 fn idem(db: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
