@@ -1,20 +1,23 @@
 //! `idem`: an operator's view of an idem store, SQLite or PostgreSQL.
 //!
 //! ```text
-//! idem [--db PATH] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
-//! idem [--db PATH] [--json] count
-//! idem [--db PATH] [--json] show NAMESPACE KEY
-//! idem [--db PATH] purge [--limit N]
-//! idem [--db PATH] resolve NAMESPACE KEY (--done JSON [--rmcp] | --release) [--force] [--yes]
+//! idem [--db PATH|URL] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--older-than AGE] [--limit N]
+//! idem [--db PATH|URL] [--json] count
+//! idem [--db PATH|URL] [--json] show NAMESPACE KEY
+//! idem [--db PATH|URL] [--json] purge [--batch N]
+//! idem [--db PATH|URL] resolve NAMESPACE KEY (--done JSON|-|@FILE [--rmcp] | --release) [--force] [--yes]
+//! idem [--db PATH|URL] reopen NAMESPACE KEY [--yes]
 //! ```
 //!
 //! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
 //! `--schema`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
-//! user's data directory; it must exist. `resolve` settles a
-//! key left in progress by a crash, after you checked with the provider what happened:
-//! `--done` records the provider's result, `--release` lets the next call run the action.
-//! It prints the record first, asks for confirmation unless `--yes` is given, and refuses
-//! a key whose lease is live unless `--force`. `idem help <command>` says more.
+//! user's data directory. It must already be an idem store of this version: anything else
+//! is refused in one line and left as it was. `resolve` settles a key left in progress by
+//! a crash, after you checked with the provider what happened: `--done` records the
+//! provider's result, `--release` lets the next call run the action. It prints the record
+//! first, asks for confirmation unless `--yes` is given, and refuses a key whose lease is
+//! live unless `--force`. `idem --help` and `idem help <command>` say exactly what each
+//! does.
 
 /// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
 /// stopped listening is not an error.
