@@ -5,12 +5,17 @@
 //! directory answers a retry after a restart from another file (so the action runs
 //! again). The default is a file in the user's data directory; the path is resolved
 //! once, on the first query or the first open, made absolute, and kept.
+//!
+//! Its records are the tools' requests and results (invoices, amounts, stored HTTP
+//! responses), so on Unix it is private to the user: see [`default_store`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token};
+
+mod private;
 
 /// The environment variable that sets the default store's file, read on first use.
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
@@ -60,6 +65,14 @@ fn fixed_path(configured: &Option<PathBuf>) -> Result<&'static Path, StoreError>
 /// The default store, opened (and created with its schema) on first use at
 /// [`default_store_path`]. A failure to open is returned, naming the file, and the next
 /// call tries again (at the same path).
+///
+/// On Unix the store is private to the user: a directory it creates for it (`idem/` in the
+/// data directory, or any missing directory of `IDEM_DB`'s path) gets mode `0700`, and a new
+/// store file `0600`, whatever the umask; SQLite gives the file's `-wal` and `-shm` the
+/// file's mode. An existing directory or file that other accounts can access (group or
+/// other permission bits set) is left as it is, and named, with its mode, in one `warn`
+/// event (target `idem`) the first time the store opens. Stores opened with
+/// [`SqliteStore::open`] follow the umask instead: their place is the deployer's choice.
 pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
@@ -69,6 +82,7 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
         return Ok(store);
     }
     let path = fixed_path(&configured)?;
+    private::prepare(path);
     // Its errors name the file, as every SqliteStore's do.
     let store = SqliteStore::open(path)?;
     tracing::info!(target: "idem", path = %store.path().display(), "opened the default store");

@@ -1,4 +1,4 @@
-//! The default store does not move with the working directory.
+//! The default store does not move with the working directory, and is private to its user.
 //! Each case runs in a child process of its own (this test binary again, under umask 022),
 //! because the default store is opened once per process and the working directory is the
 //! whole process's: the child calls a tool with no `store = ...`, changes directory, calls
@@ -37,7 +37,10 @@ fn default_store_child() {
     if case == "asked_first" {
         return asked_first();
     }
-
+    #[cfg(unix)]
+    if case == "modes" || case == "exposed" {
+        return modes(&case);
+    }
     let first = greet("ann".into()).unwrap();
     let path = idem::default_store_path().unwrap();
     assert!(path.is_absolute(), "{}", path.display());
@@ -79,6 +82,32 @@ fn asked_first() {
     println!("runs={} answer=asked store={}", RUNS.load(Ordering::SeqCst), opened.display());
 }
 
+/// Opens the default store (twice: one warning at most) with idem's warnings on stdout,
+/// then prints the modes of its directory and files while they are open.
+#[cfg(unix)]
+fn modes(case: &str) {
+    let warnings = tracing_subscriber::fmt().with_max_level(tracing::Level::WARN).with_writer(std::io::stdout);
+    tracing::subscriber::set_global_default(warnings.finish()).unwrap();
+    greet("ann".into()).unwrap();
+    greet("bob".into()).unwrap();
+    let path = idem::default_store_path().unwrap();
+    let mode = |suffix: &str| {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(name).unwrap().permissions()) & 0o777
+    };
+    let dir = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path.parent().unwrap()).unwrap().permissions());
+    println!(
+        "runs={} answer={case} dir={:o} db={:o} wal={:o} shm={:o} store={}",
+        RUNS.load(Ordering::SeqCst),
+        dir & 0o777,
+        mode(""),
+        mode("-wal"),
+        mode("-shm"),
+        path.display()
+    );
+}
+
 /// Runs the child in `cwd` with a data directory of `home`, under the usual umask (022);
 /// its printed line.
 fn child(case: &str, cwd: &Path, home: &Path, env: &[(&str, &Path)]) -> String {
@@ -113,6 +142,7 @@ fn field<'a>(line: &'a str, name: &str) -> &'a str {
     match name {
         "runs" => rest.split(' ').next().unwrap(),
         "answer" => &rest[..rest.find(" store=").unwrap()],
+        "dir" | "db" | "wal" | "shm" => rest.split(' ').next().unwrap(),
         _ => rest,
     }
 }
@@ -184,4 +214,45 @@ fn the_path_asked_for_first_is_where_the_store_opens() {
     let set = child("asked_first", &work, &home, &late);
     let expected = format!("the default store's path is already fixed at {}", work.join("early.db").display());
     assert!(field(&set, "store").starts_with("Err(") && set.contains(&expected), "{set}");
+}
+
+/// Under the usual umask (022), the default store's new directory is 0700 and its file,
+/// -wal and -shm 0600: other local accounts cannot read the tools' records.
+#[cfg(unix)]
+#[test]
+fn a_new_default_store_is_private_to_its_user() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let report = child("modes", &home, &home, &[]);
+    assert_eq!(Path::new(field(&report, "store")), home.join("data").join("idem").join("idem.db"));
+    let modes = ["dir", "db", "wal", "shm"].map(|name| field(&report, name));
+    assert_eq!(modes, ["700", "600", "600", "600"], "{report}");
+    assert!(!report.contains("other accounts"), "nothing to warn about: {report}");
+}
+
+/// An existing directory and store file that others can read are left as they are, and
+/// named once in a warning, however often the store is used.
+#[cfg(unix)]
+#[test]
+fn an_existing_default_store_others_can_read_is_left_and_named_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let dir = home.join("data").join("idem");
+    std::fs::create_dir_all(&dir).unwrap();
+    drop(idem::SqliteStore::open(dir.join("idem.db")).unwrap());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.join("idem.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = child_output("exposed", &home, &home, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let warnings: Vec<&str> = stdout.lines().filter(|line| line.contains("other accounts can access")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {stdout}");
+    assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
+    for named in [format!("{} (mode 0755)", dir.display()), format!("{} (mode 0644)", dir.join("idem.db").display())] {
+        assert!(warnings[0].contains(&named), "{named}: {}", warnings[0]);
+    }
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&dir), mode(&dir.join("idem.db"))), (0o755, 0o644), "left as they were");
 }
