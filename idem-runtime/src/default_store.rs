@@ -66,9 +66,10 @@ fn fixed_path(configured: &Option<PathBuf>) -> Result<&'static Path, StoreError>
 /// [`default_store_path`]. A failure to open is returned, naming the file, and the next
 /// call tries again (at the same path).
 ///
-/// On Unix the store is private to the user: a directory it creates for it (`idem/` in the
-/// data directory, or any missing directory of `IDEM_DB`'s path) gets mode `0700`, and a new
-/// store file `0600`, whatever the umask; SQLite gives the file's `-wal` and `-shm` the
+/// On Unix the store is private to the user: the directory it creates for its file
+/// (`idem/` in the data directory, or `IDEM_DB`'s missing directory) gets mode `0700`
+/// (other missing directories above it `0700` less the umask), and a new store file
+/// `0600`, whatever the umask; SQLite gives the file's `-wal` and `-shm` the
 /// file's mode. An existing directory or file that other accounts can access (group or
 /// other permission bits set) is left as it is, and named, with its mode, in one `warn`
 /// event (target `idem`) the first time the store opens. Stores opened with

@@ -29,11 +29,16 @@ mod unix {
         if let Some(dir) = path.parent() {
             if dir.is_dir() {
                 check(dir, &mut exposed);
-            } else {
-                let _ = DirBuilder::new().recursive(true).mode(0o700).create(dir);
+            } else if DirBuilder::new().recursive(true).mode(0o700).create(dir).is_ok() {
+                // The umask may have taken bits from the mode: the store's own directory
+                // gets exactly 0700.
+                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
             }
         }
         match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+            Ok(file) => {
+                let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+            }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
                 for suffix in ["", "-wal", "-shm"] {
                     let mut name = path.as_os_str().to_owned();
