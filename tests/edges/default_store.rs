@@ -91,19 +91,23 @@ fn modes(case: &str) {
     greet("ann".into()).unwrap();
     greet("bob".into()).unwrap();
     let path = idem::default_store_path().unwrap();
-    let mode = |suffix: &str| {
+    let mode = |path: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    };
+    let file = |suffix: &str| {
         let mut name = path.clone().into_os_string();
         name.push(suffix);
-        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(name).unwrap().permissions()) & 0o777
+        mode(std::path::Path::new(&name))
     };
-    let dir = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path.parent().unwrap()).unwrap().permissions());
+    let dir = mode(path.parent().unwrap());
     println!(
         "runs={} answer={case} dir={:o} db={:o} wal={:o} shm={:o} store={}",
         RUNS.load(Ordering::SeqCst),
-        dir & 0o777,
-        mode(""),
-        mode("-wal"),
-        mode("-shm"),
+        dir,
+        file(""),
+        file("-wal"),
+        file("-shm"),
         path.display()
     );
 }
