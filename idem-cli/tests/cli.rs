@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
+use postgres::{pg_url, sql, sql_strings};
 
 #[path = "cli/escaped_keys.rs"]
 mod escaped_keys;
@@ -14,6 +15,8 @@ mod escaped_keys;
 mod limits;
 #[path = "cli/not_a_store.rs"]
 mod not_a_store;
+#[path = "cli/postgres.rs"]
+mod postgres;
 #[path = "cli/settling.rs"]
 mod settling;
 
@@ -401,42 +404,4 @@ fn postgres_stores_are_read_and_never_created() {
     let record = idem_runtime::Store::read(&store, id).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: r#"{"charge":"ch_9"}"#.into() });
     sql(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-}
-
-/// The PostgreSQL test server's URL, or `None` after saying that `test` is skipped; under
-/// CI a missing URL fails the test.
-fn pg_url(test: &str) -> Option<String> {
-    let url = std::env::var("IDEM_TEST_DATABASE_URL").ok().filter(|url| !url.is_empty());
-    if url.is_none() {
-        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") {
-            panic!("IDEM_TEST_DATABASE_URL is not set under CI; CI must run the PostgreSQL tests");
-        }
-        eprintln!("SKIPPED {test}: set IDEM_TEST_DATABASE_URL");
-    }
-    url
-}
-
-/// Runs `statements` on a connection of its own.
-fn sql(url: &str, statements: &str) {
-    on_server(url, |client| async move { client.batch_execute(statements).await.unwrap() });
-}
-
-/// The first column of each row `query` returns, as text.
-fn sql_strings(url: &str, query: &str) -> Vec<String> {
-    on_server(url, |client| async move {
-        client.query(query, &[]).await.unwrap().iter().map(|row| row.get::<_, String>(0)).collect()
-    })
-}
-
-fn on_server<T, F: std::future::Future<Output = T>>(
-    url: &str,
-    with: impl FnOnce(idem_runtime::store::postgres::tokio_postgres::Client) -> F,
-) -> T {
-    use idem_runtime::store::postgres::tokio_postgres;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(connection);
-        with(client).await
-    })
 }

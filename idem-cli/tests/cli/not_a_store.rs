@@ -148,7 +148,8 @@ fn an_idem_store_of_another_schema_version_is_refused_and_left_as_it_was() {
 /// are refused saying so, and no idem table is created in either.
 #[test]
 fn a_postgres_schema_without_idems_tables_is_refused_and_left_as_it_was() {
-    let Some(url) = super::pg_url("a_postgres_schema_without_idems_tables_is_refused_and_left_as_it_was") else {
+    let Some(url) = super::postgres::pg_url("a_postgres_schema_without_idems_tables_is_refused_and_left_as_it_was")
+    else {
         return;
     };
     let schema = format!("idem_cli_other_{}", std::process::id());
@@ -163,25 +164,27 @@ fn a_postgres_schema_without_idems_tables_is_refused_and_left_as_it_was() {
     assert_eq!(code, Some(1), "{said}");
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.contains("not an idem store: there is no schema"), "{said}");
-    super::sql(&url, &format!("CREATE SCHEMA {schema}; CREATE TABLE {schema}.orders (id int)"));
+    super::postgres::sql(&url, &format!("CREATE SCHEMA {schema}; CREATE TABLE {schema}.orders (id int)"));
     let (code, said) = run(&schema);
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("not an idem store: the schema holds other tables (orders) and no idem tables"), "{said}");
-    let tables = super::sql_strings(
+    let tables = super::postgres::sql_strings(
         &url,
         &format!("SELECT tablename::text FROM pg_tables WHERE schemaname = '{schema}' ORDER BY 1"),
     );
     assert_eq!(tables, ["orders"], "nothing created");
-    let missing =
-        super::sql_strings(&url, &format!("SELECT nspname::text FROM pg_namespace WHERE nspname = '{schema}_missing'"));
+    let missing = super::postgres::sql_strings(
+        &url,
+        &format!("SELECT nspname::text FROM pg_namespace WHERE nspname = '{schema}_missing'"),
+    );
     assert!(missing.is_empty(), "no schema created");
-    super::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+    super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
 
 /// A PostgreSQL store of a newer or an older idem is refused, and stays at its version.
 #[test]
 fn a_postgres_store_of_another_schema_version_is_refused() {
-    let Some(url) = super::pg_url("a_postgres_store_of_another_schema_version_is_refused") else { return };
+    let Some(url) = super::postgres::pg_url("a_postgres_store_of_another_schema_version_is_refused") else { return };
     let schema = format!("idem_cli_versions_{}", std::process::id());
     let store = idem_runtime::store::PgStore::builder(&url).schema(&schema).build().unwrap();
     store.migrate_blocking().unwrap();
@@ -190,8 +193,8 @@ fn a_postgres_store_of_another_schema_version_is_refused() {
         (format!("INSERT INTO {versions} (version, description) VALUES (99, 'from the future')"), "version 99"),
         (format!("DELETE FROM {versions} WHERE version > 2"), "version 2, older than"),
     ] {
-        super::sql(&url, &change);
-        let before = super::sql_strings(&url, &format!("SELECT max(version)::text FROM {versions}"));
+        super::postgres::sql(&url, &change);
+        let before = super::postgres::sql_strings(&url, &format!("SELECT max(version)::text FROM {versions}"));
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
             .args(["--db", &url, "--schema", &schema, "list"])
             .output()
@@ -200,10 +203,10 @@ fn a_postgres_store_of_another_schema_version_is_refused() {
         assert_eq!(output.status.code(), Some(1), "{said}");
         assert_eq!(said.lines().count(), 1, "{said}");
         assert!(said.contains(found), "{found:?}: {said}");
-        let after = super::sql_strings(&url, &format!("SELECT max(version)::text FROM {versions}"));
+        let after = super::postgres::sql_strings(&url, &format!("SELECT max(version)::text FROM {versions}"));
         assert_eq!(after, before, "not migrated");
     }
-    super::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+    super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
 
 /// A store whose tools have all exited (no `-wal`, no `-shm`: its main file is complete)
