@@ -10,7 +10,8 @@
 //! - `custom_store`: a sync `Store` serves async tools through `FromSync`.
 //! - `store_methods`: store operations as inherent methods, without E0034.
 //! - `error_serde`: `idem::Error` round-trips through serde.
-//! - `default_store`: the default store does not move with the working directory.
+//! - `default_store`: the default store does not move with the working directory, its
+//!   path is fixed when first asked for, and it is private to its user.
 //! - `slow_calls`: leases renewed while a body runs; killed processes and `max_hold`.
 //! - `stable_identifiers`: key field types that make a reworded retry one key and refuse an
 //!   unknown identifier before anything is reserved.

@@ -9,11 +9,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Which keys are stuck, what a record holds, and settling a stuck key by hand once you
 /// know what happened.
 #[derive(Debug, Parser)]
-#[command(name = "idem", version, propagate_version = true)]
+#[command(name = "idem", version, propagate_version = true, after_long_help = AFTER_HELP)]
 pub struct Cli {
     /// The store: an SQLite file, or a PostgreSQL URL (postgres://user@host/db). Default:
     /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
-    /// It must exist: this command never creates one.
+    /// It must already be an idem store of this idem's schema version: anything else is
+    /// refused and left exactly as it was (see Stores in `idem --help`).
     #[arg(long, global = true, value_name = "PATH|URL", env = "IDEM_DB")]
     pub db: Option<PathBuf>,
 
@@ -21,7 +22,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
     pub schema: String,
 
-    /// Print one JSON object per line (list, count, show) instead of text.
+    /// Print JSON instead of text: one object per record (list, show) or count (count)
+    /// per line, and {"purged": N, "batches": B} (purge). resolve and reopen refuse it
+    /// (a usage error): they show the record as text and ask before changing it.
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -33,7 +36,10 @@ pub struct Cli {
 pub enum Command {
     /// List records, oldest first.
     ///
-    /// Look here for keys whose calls were abandoned (`--state abandoned`).
+    /// Look here for keys whose calls were abandoned (`--state abandoned`). Prints one
+    /// record per line on stdout, then one line on stderr: `N record(s) in STORE`, or, when
+    /// it stopped at --limit with more records matching, `the oldest N of M record(s) in
+    /// STORE: stopped at --limit N, K more match`.
     List {
         /// Only records in this state.
         #[arg(long, value_enum)]
@@ -47,7 +53,7 @@ pub enum Command {
         /// Only records reserved at least this long ago: 30s, 5m, 2h, 7d.
         #[arg(long, value_name = "AGE", value_parser = age)]
         older_than: Option<std::time::Duration>,
-        /// At most this many records.
+        /// At most this many records, the oldest.
         #[arg(long, default_value_t = 100, value_name = "N")]
         limit: usize,
     },
@@ -61,34 +67,56 @@ pub enum Command {
     Show {
         /// The tool's namespace, as `list` shows it.
         namespace: String,
-        /// The record's key, as `list` shows it.
+        /// The record's key, as `list` shows it (typed with reserved characters not encoded,
+        /// it finds the one record an encoding names: see Keys in `idem --help`).
         key: String,
     },
-    /// Remove settled records past their retention.
+    /// Remove every settled record past its retention.
     ///
-    /// Never an in-progress one. Run it periodically.
+    /// Never an in-progress one. It goes on, batch after batch, until none is due, so that
+    /// a periodic run keeps up however many records came due since the last one; each batch
+    /// is one short write, and the tools' own writes take their turns in between. Prints
+    /// how many it removed (`--json`: {"purged": N, "batches": B}). Run it periodically.
     Purge {
-        /// At most this many records.
-        #[arg(long, default_value_t = 100, value_name = "N")]
-        limit: usize,
+        /// How many records each batch removes at most.
+        #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
     },
     /// Settle a key left in progress by hand.
     ///
     /// For a key whose call crashed, after you checked with the provider what happened:
-    /// --done records the provider's result, --release lets the next call run the action
-    /// again. Prints the record as it was first, asks before changing it, and refuses a key
-    /// whose lease is live (its call may still be running) unless --force.
+    /// --done records the provider's result (kept for the default retention, 7 days),
+    /// --release lets the next call run the action again. Prints the record as it was
+    /// first, asks before changing it, and refuses a key whose lease is live (its call may
+    /// still be running) unless --force.
+    ///
+    /// --done must have the shape of the namespace's other completed records: where they
+    /// are MCP tool results (an rmcp tool's), a plain value is refused (--rmcp wraps one as
+    /// the tool does); where they are plain values, --rmcp is refused; where they are an
+    /// HTTP layer's stored responses, anything but a response is. A namespace without a
+    /// completed record has nothing to compare with: the value is recorded as given.
     #[command(after_help = "Example, for an rmcp tool (which stores MCP tool results):\n  \
         idem resolve billing::send_invoice invoice:acme:2026-10 --done '{\"invoice\":\"inv_9\"}' --rmcp")]
     Resolve {
         /// The tool's namespace, as `list` shows it.
         namespace: String,
-        /// The record's key, as `list` shows it.
+        /// The record's key, as `list` shows it (typed with reserved characters not encoded,
+        /// it finds the one record an encoding names: see Keys in `idem --help`).
         key: String,
-        /// The result to record, as JSON: what the tool would have returned.
-        #[arg(long, value_name = "JSON", value_parser = json, conflicts_with = "release", required_unless_present = "release")]
-        done: Option<serde_json::Value>,
-        /// Wrap --done's value as an rmcp tool stores its result (a CallToolResult).
+        /// The result to record, as JSON: what the tool would have returned. `-` reads it from
+        /// standard input (then --yes is needed: there is nobody to ask), `@FILE` from a file;
+        /// for results too large for an argument, such as stored HTTP responses (up to 1 MiB).
+        #[arg(
+            long,
+            value_name = "JSON|-|@FILE",
+            value_parser = done,
+            conflicts_with = "release",
+            required_unless_present = "release",
+            requires_if("-", "yes")
+        )]
+        done: Option<Done>,
+        /// Wrap --done's value as an rmcp tool stores its result (a CallToolResult with the
+        /// value as structured content and as text).
         #[arg(long, conflicts_with = "release")]
         rmcp: bool,
         /// Delete the reservation: the next call runs the action.
@@ -109,13 +137,49 @@ pub enum Command {
     Reopen {
         /// The tool's namespace, as `list` shows it.
         namespace: String,
-        /// The record's key, as `list` shows it.
+        /// The record's key, as `list` shows it (typed with reserved characters not encoded,
+        /// it finds the one record an encoding names: see Keys in `idem --help`).
         key: String,
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
     },
 }
+
+const AFTER_HELP: &str = "\
+Stores:
+  The command never creates a store, never migrates one, and changes nothing but an idem
+  store's records. It first reads the SQLite file read-only (leaving no -wal or -shm file
+  behind), or the PostgreSQL schema, and refuses with one line that says what it found
+  (exit 1), the file or schema left exactly as it was: a missing path, a directory, an
+  empty file, a file that is not an SQLite database, another application's database (its
+  tables named), a table idem_records that idem did not write, an idem store of an older
+  schema version (the command would have to migrate it, and the older tools could no
+  longer open it: use the idem command of the tools' version) or of a newer one; for
+  PostgreSQL a missing schema, a schema without idem's tables (its tables named), or
+  another version.
+
+Keys:
+  A tool's key is its template's text with each field's value trimmed, NFKC-normalized
+  and case-folded (not for <field:exact>), then percent-encoded: letters, digits, - . _ ~
+  and non-ASCII characters stay, every other ASCII character becomes % and two upper-case
+  hex digits. So invoice:<customer>:<period> with \"Acme Corp\" and \"2026/10\" is stored as
+  invoice:acme%20corp:2026%2F10. A scoped tool's keys start with 32 hex digits of the
+  scope's SHA-256 and a /. An HTTP layer's key (namespace http unless the layer names
+  one) is the Idempotency-Key as sent, not normalized, percent-encoded the same way: inv:1
+  is stored as inv%3A1.
+  show, resolve and reopen take a key as list shows it. Given one that names no record,
+  they try it with some or all of its reserved characters percent-encoded (every choice, up
+  to 10 such characters; beyond that only all of them encoded). One record found is used,
+  and a line on stderr names its key; two or more are named and nothing is used. Case and
+  normalization are not guessed: type a value as it is stored.
+
+Exit codes:
+  0  done.
+  1  refused or failed: one line on stderr, starting with \"idem: \"; nothing changed
+     unless the line says so.
+  2  a usage mistake (an unknown command or flag, a bad value, --json where it does not
+     apply), with the usage on stderr; nothing was read or changed.";
 
 /// A record's state as `list --state` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -131,9 +195,48 @@ pub enum State {
     Failed,
 }
 
-fn json(text: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(text)
-        .map_err(|e| format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}'"))
+/// Where `resolve --done` takes its result from.
+#[derive(Clone, Debug)]
+pub enum Done {
+    /// Given on the command line.
+    Json(serde_json::Value),
+    /// `-`: standard input, to its end.
+    Stdin,
+    /// `@FILE`.
+    File(PathBuf),
+}
+
+impl Done {
+    /// The result, read and parsed: from stdin or the file, or as given.
+    pub fn read(self) -> Result<serde_json::Value, String> {
+        let (text, from) = match self {
+            Done::Json(value) => return Ok(value),
+            Done::Stdin => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                    .map_err(|e| format!("--done -: cannot read standard input: {e}; nothing changed"))?;
+                (text, "-".to_owned())
+            }
+            Done::File(path) => {
+                let read = std::fs::read_to_string(&path);
+                let text = read.map_err(|e| format!("--done @{}: {e}; nothing changed", path.display()))?;
+                (text, format!("@{}", path.display()))
+            }
+        };
+        serde_json::from_str(&text).map_err(|e| format!("--done {from}: not JSON ({e}); nothing changed"))
+    }
+}
+
+/// `--done`'s argument: JSON is checked now (a usage error), `-` and `@FILE` are read when
+/// the command runs.
+fn done(text: &str) -> Result<Done, String> {
+    match text {
+        "-" => Ok(Done::Stdin),
+        _ if text.starts_with('@') => Ok(Done::File(PathBuf::from(&text[1..]))),
+        _ => serde_json::from_str(text).map(Done::Json).map_err(|e| {
+            format!("not JSON ({e}); give the result as JSON, e.g. '{{\"id\":\"ch_1\"}}', or - or @FILE to read it")
+        }),
+    }
 }
 
 /// `30s`, `5m`, `2h`, `7d` (or `500ms`): a whole number and a unit.

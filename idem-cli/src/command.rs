@@ -1,10 +1,10 @@
 //! What each command does, on an open store.
 
 use idem_runtime::DEFAULT_RETAIN;
-use idem_runtime::store::{Admin, ListQuery, RecordId, RecordState, StateFilter, StoreError};
+use idem_runtime::store::{Admin, ListQuery, Record, RecordId, RecordState, StateFilter, StoreError};
 
-use crate::args::{Command, State};
-use crate::render;
+use crate::args::{Command, Done, State};
+use crate::{keys, render};
 
 pub fn run(
     store: &dyn Admin,
@@ -34,7 +34,20 @@ pub fn run(
             for entry in &shown {
                 say!("{}", if json { render::json_line(entry) } else { render::line(entry) });
             }
-            eprintln!("{} record(s) in {}", shown.len(), store.describe());
+            // Only a listing that filled its limit may have left records out.
+            let matching = if shown.len() == limit {
+                store.count_matching(&query).map_err(|e| e.to_string())?.max(limit as u64)
+            } else {
+                shown.len() as u64
+            };
+            match matching - shown.len() as u64 {
+                0 => eprintln!("{} record(s) in {}", shown.len(), store.describe()),
+                more => eprintln!(
+                    "the oldest {limit} of {matching} record(s) in {}: stopped at --limit {limit}, {more} more \
+                     match (raise --limit to see them)",
+                    store.describe()
+                ),
+            }
             Ok(())
         }
         Command::Count => {
@@ -47,23 +60,34 @@ pub fn run(
             Ok(())
         }
         Command::Show { namespace, key } => {
-            let id = RecordId { namespace: &namespace, key: &key };
-            match store.read(id).map_err(|e| e.to_string())? {
-                Some(record) => {
-                    let entry = idem_runtime::store::ListedRecord { namespace, key, record };
-                    say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
-                    Ok(())
-                }
-                None => Err(format!("no record for {namespace} {key}")),
-            }
+            let (key, record) = keys::find(store, &namespace, &key)?;
+            let entry = idem_runtime::store::ListedRecord { namespace, key, record };
+            say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
+            Ok(())
         }
-        Command::Purge { limit } => {
-            let purged = store.purge(limit).map_err(|e| e.to_string())?;
-            say!("purged {purged} record(s) past their retention");
+        Command::Purge { batch } => {
+            let batch = batch as usize;
+            // Until a batch comes back short: everything due is removed, each batch one
+            // short write, so that the tools' own writes get their turns in between.
+            let (mut purged, mut batches) = (0, 0);
+            loop {
+                let removed = store.purge(batch).map_err(|e| format!("{e} (after purging {purged} record(s))"))?;
+                (purged, batches) = (purged + removed, batches + 1);
+                if removed < batch {
+                    break;
+                }
+            }
+            if json {
+                say!("{}", serde_json::json!({ "purged": purged, "batches": batches }));
+            } else {
+                say!("purged {purged} record(s) past their retention, in {batches} batch(es) of at most {batch}");
+            }
             Ok(())
         }
         Command::Reopen { namespace, key, yes } => reopen(store, (&namespace, &key), yes, confirm),
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
+            // Read before anything is shown or asked: a file that is not there changes nothing.
+            let done = done.map(Done::read).transpose()?;
             let done = done.map(|value| if rmcp { tool_result(value) } else { value.to_string() });
             resolve(store, (&namespace, &key), done, (rmcp, force, yes), confirm)
         }
@@ -77,8 +101,8 @@ fn resolve(
     (rmcp, force, yes): (bool, bool, bool),
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let id = RecordId { namespace, key };
-    let record = shown(store, id)?;
+    let (key, record) = shown(store, namespace, key)?;
+    let (key, id) = (key.as_str(), RecordId { namespace, key: &key });
     if let RecordState::InProgress { lease_expired: false, .. } = record.state
         && !force
     {
@@ -88,10 +112,8 @@ fn resolve(
              (idem show), or pass --force if you know that call is gone; nothing changed"
         ));
     }
-    if let Some(json) = &done
-        && !rmcp
-    {
-        check_shape(store, namespace, json)?;
+    if let Some(json) = &done {
+        check_shape(store, namespace, json, rmcp)?;
     }
     let question = match &done {
         Some(json) => format!("Record {key} as done with result {json}? Retries will get this result."),
@@ -115,14 +137,13 @@ fn resolve(
     }
 }
 
-/// Prints the record as it is before a change, so that a mistake can be put back by hand.
-fn shown(store: &dyn Admin, id: RecordId<'_>) -> Result<idem_runtime::store::Record, String> {
-    let (namespace, key) = (id.namespace, id.key);
-    let record =
-        store.read(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no record for {namespace} {key}"))?;
-    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key: key.into(), record };
+/// Finds the record (see [`keys::find`]) and prints it as it is before a change, so that a
+/// mistake can be put back by hand: its key as stored, and the record.
+fn shown(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
+    let (key, record) = keys::find(store, namespace, key)?;
+    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key, record };
     say!("{}", render::detail(&entry));
-    Ok(entry.record)
+    Ok((entry.key, entry.record))
 }
 
 fn reopen(
@@ -131,8 +152,8 @@ fn reopen(
     yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let id = RecordId { namespace, key };
-    shown(store, id)?;
+    let (key, _) = shown(store, namespace, key)?;
+    let (key, id) = (key.as_str(), RecordId { namespace, key: &key });
     let question = format!(
         "Reopen {key}? Its result above is dropped, and the next call runs the tool's reconcile hook or answers \
          OUTCOME_UNKNOWN."
@@ -154,8 +175,9 @@ fn reopen(
 
 /// Refuses a result another completed record of the namespace says the tool cannot read:
 /// a plain value where the tool (an rmcp tool) stores MCP tool results, or where an HTTP
-/// layer stores responses.
-fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), String> {
+/// layer stores responses, and a value wrapped by `--rmcp` where the tool stores plain
+/// values.
+fn check_shape(store: &dyn Admin, namespace: &str, json: &str, rmcp: bool) -> Result<(), String> {
     let query =
         ListQuery { state: StateFilter::Completed, namespace: Some(namespace), limit: 1, ..ListQuery::default() };
     let sibling = store.list(&query).map_err(|e| e.to_string())?;
@@ -166,17 +188,24 @@ fn check_shape(store: &dyn Admin, namespace: &str, json: &str) -> Result<(), Str
         serde_json::from_str::<serde_json::Value>(text)
             .is_ok_and(|value| value.get("content").is_some_and(|c| c.is_array()))
     };
+    if is_http_response(result) && !is_http_response(json) {
+        return Err(format!(
+            "{namespace} stores HTTP responses (an idem::http layer's), which {json} is not: give the response \
+             to replay, {{\"status\": 201, \"headers\": [[\"content-type\", \"application/json\"]], \"body\": \"...\"}}, \
+             without --rmcp; nothing changed"
+        ));
+    }
     if is_tool_result(result) && !is_tool_result(json) {
         return Err(format!(
             "{namespace} stores MCP tool results (a CallToolResult with \"content\"), which {json} is not: its \
              tool could not read it back. Add --rmcp to wrap the value the way the tool does; nothing changed"
         ));
     }
-    if is_http_response(result) && !is_http_response(json) {
+    if rmcp && !is_tool_result(result) {
         return Err(format!(
-            "{namespace} stores HTTP responses (an idem::http layer's), which {json} is not: give the response \
-             to replay, {{\"status\": 201, \"headers\": [[\"content-type\", \"application/json\"]], \"body\": \"...\"}}; \
-             nothing changed"
+            "{namespace} stores plain values, not MCP tool results (its completed records have no \"content\"): \
+             with --rmcp its tool would read back a CallToolResult instead of its value. Drop --rmcp; nothing \
+             changed"
         ));
     }
     Ok(())

@@ -1,20 +1,23 @@
 //! `idem`: an operator's view of an idem store, SQLite or PostgreSQL.
 //!
 //! ```text
-//! idem [--db PATH] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--limit N]
-//! idem [--db PATH] [--json] count
-//! idem [--db PATH] [--json] show NAMESPACE KEY
-//! idem [--db PATH] purge [--limit N]
-//! idem [--db PATH] resolve NAMESPACE KEY (--done JSON [--rmcp] | --release) [--force] [--yes]
+//! idem [--db PATH|URL] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--older-than AGE] [--limit N]
+//! idem [--db PATH|URL] [--json] count
+//! idem [--db PATH|URL] [--json] show NAMESPACE KEY
+//! idem [--db PATH|URL] [--json] purge [--batch N]
+//! idem [--db PATH|URL] resolve NAMESPACE KEY (--done JSON|-|@FILE [--rmcp] | --release) [--force] [--yes]
+//! idem [--db PATH|URL] reopen NAMESPACE KEY [--yes]
 //! ```
 //!
 //! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
 //! `--schema`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
-//! user's data directory; it must exist. `resolve` settles a
-//! key left in progress by a crash, after you checked with the provider what happened:
-//! `--done` records the provider's result, `--release` lets the next call run the action.
-//! It prints the record first, asks for confirmation unless `--yes` is given, and refuses
-//! a key whose lease is live unless `--force`. `idem help <command>` says more.
+//! user's data directory. It must already be an idem store of this version: anything else
+//! is refused in one line and left as it was. `resolve` settles a key left in progress by
+//! a crash, after you checked with the provider what happened: `--done` records the
+//! provider's result, `--release` lets the next call run the action. It prints the record
+//! first, asks for confirmation unless `--yes` is given, and refuses a key whose lease is
+//! live unless `--force`. `idem --help` and `idem help <command>` say exactly what each
+//! does.
 
 /// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
 /// stopped listening is not an error.
@@ -27,18 +30,33 @@ macro_rules! say {
 
 mod args;
 mod command;
+mod keys;
 mod render;
 
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
-use idem_runtime::store::{Admin, PgStore, SqliteStore};
+use clap::{CommandFactory, Parser};
+use idem_runtime::store::{Admin, PgStore, SqliteStore, StoreError};
 
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
     let cli = args::Cli::parse();
+    if cli.json
+        && let args::Command::Resolve { .. } | args::Command::Reopen { .. } = cli.command
+    {
+        let name = if matches!(cli.command, args::Command::Resolve { .. }) { "resolve" } else { "reopen" };
+        args::Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--json does not apply to {name}: it prints the record it changes as text and asks before \
+                     changing it. --json applies to list, count, show and purge"
+                ),
+            )
+            .exit();
+    }
     let stdin = std::io::stdin();
     let mut confirm = |question: &str| {
         print!("{question} [y/N] ");
@@ -62,30 +80,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// The store at `db`, which must exist: a typo must not read as "no stuck keys", and
-/// creating a store is what tools do, never this command.
+/// The store at `db`, which must already be one: a typo must not read as "no stuck keys",
+/// and creating a store, or changing a file that is not one, is never this command's doing.
 fn open_existing(db: &Path, schema: &str) -> Result<Box<dyn Admin>, String> {
     let text = db.to_string_lossy();
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        let store = PgStore::builder(&text).schema(schema).build().map_err(|e| e.to_string())?;
-        return match store.exists_blocking() {
-            Ok(true) => Ok(Box::new(store)),
-            Ok(false) => Err(format!(
-                "no idem store in {}: this command never creates one (a tool creates its tables on first use); \
-                 check the URL and --schema",
-                store.describe()
-            )),
-            Err(error) => Err(error.to_string()),
-        };
+        let store = PgStore::builder(&text).schema(schema).build().map_err(said)?;
+        store.check_existing_blocking().map_err(said)?;
+        return Ok(Box::new(store));
     }
     match std::fs::metadata(db) {
         Ok(meta) if meta.is_dir() => Err(format!("{}: is a directory, not a store file", db.display())),
-        Ok(_) => Ok(Box::new(SqliteStore::open(db).map_err(|e| e.to_string())?)),
+        Ok(_) => Ok(Box::new(SqliteStore::builder(db).open_existing().map_err(said)?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
             "no store at {}: this command never creates one (a tool creates its store on first use); \
              check the path, or --db / IDEM_DB",
             db.display()
         )),
         Err(e) => Err(format!("{}: {e}", db.display())),
+    }
+}
+
+/// A store's error as one line, without "store failed: ": opening it did not fail, it was
+/// refused.
+fn said(error: StoreError) -> String {
+    match error {
+        StoreError::Backend(cause) => cause.to_string(),
+        other => other.to_string(),
     }
 }

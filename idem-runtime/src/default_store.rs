@@ -4,13 +4,18 @@
 //! servers from a directory of their choosing, and a store that moves with the working
 //! directory answers a retry after a restart from another file (so the action runs
 //! again). The default is a file in the user's data directory; the path is resolved
-//! once, made absolute, and kept.
+//! once, on the first query or the first open, made absolute, and kept.
+//!
+//! Its records are the tools' requests and results (invoices, amounts, stored HTTP
+//! responses), so on Unix it is private to the user: see [`default_store`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token};
+
+mod private;
 
 /// The environment variable that sets the default store's file, read on first use.
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
@@ -21,25 +26,54 @@ pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
 pub const DEFAULT_STORE_FILE: &str = "idem.db";
 
 static STORE: OnceLock<SqliteStore> = OnceLock::new();
+/// The path, once fixed: by the first [`default_store_path`] or the first open, under the
+/// lock of `CONFIGURED_PATH`.
+static FIXED_PATH: OnceLock<PathBuf> = OnceLock::new();
 static CONFIGURED_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// Sets the default store's file. Call it before the first idempotent call that uses the
-/// default store; afterwards the store is open and this returns an error naming its file.
-/// A relative path is taken against the working directory when the store opens.
+/// Sets the default store's file. Call it before anything asks where the default store is
+/// ([`default_store_path`], or the first idempotent call that uses it): from then on the
+/// path is fixed, and this returns an error naming it. A relative path is taken against
+/// the working directory when the path is fixed.
 pub fn set_default_store_path(path: impl AsRef<Path>) -> Result<(), StoreError> {
     let mut configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(open) = STORE.get() {
+    if let Some(fixed) = FIXED_PATH.get() {
+        let how = if STORE.get().is_some() { "is open" } else { "was asked for (default_store_path)" };
         return Err(StoreError::Backend(
-            format!("the default store is already open at {}", open.path().display()).into(),
+            format!(
+                "the default store's path is already fixed at {}: the store {how}; call set_default_store_path \
+                 before either",
+                fixed.display()
+            )
+            .into(),
         ));
     }
     *configured = Some(path.as_ref().to_owned());
     Ok(())
 }
 
+/// The default store's path, fixed now if it was not yet. `configured` is the locked
+/// `CONFIGURED_PATH`.
+fn fixed_path(configured: &Option<PathBuf>) -> Result<&'static Path, StoreError> {
+    if let Some(path) = FIXED_PATH.get() {
+        return Ok(path);
+    }
+    let path = resolve(configured.clone(), std::env::var_os(DEFAULT_STORE_ENV))?;
+    Ok(FIXED_PATH.get_or_init(|| path))
+}
+
 /// The default store, opened (and created with its schema) on first use at
 /// [`default_store_path`]. A failure to open is returned, naming the file, and the next
-/// call tries again.
+/// call tries again (at the same path).
+///
+/// On Unix the store is private to the user: the directory it creates for its file
+/// (`idem/` in the data directory, or `IDEM_DB`'s missing directory) gets mode `0700`
+/// (other missing directories above it `0700` less the umask), and a new store file
+/// `0600`, whatever the umask; SQLite gives the file's `-wal` and `-shm` the
+/// file's mode. An existing directory or file that other accounts can access (group or
+/// other permission bits set) is left as it is, and named, with its mode, in one `warn`
+/// event (target `idem`) the first time the store opens. Stores opened with
+/// [`SqliteStore::open`] follow the umask instead: their place is the deployer's choice.
 pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
@@ -48,16 +82,20 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
     }
-    let path = resolve(configured.clone(), std::env::var_os(DEFAULT_STORE_ENV))?;
+    let path = fixed_path(&configured)?;
+    private::prepare(path);
     // Its errors name the file, as every SqliteStore's do.
-    let store = SqliteStore::open(&path)?;
+    let store = SqliteStore::open(path)?;
     tracing::info!(target: "idem", path = %store.path().display(), "opened the default store");
     Ok(STORE.get_or_init(|| store))
 }
 
-/// Where the default store is (or will be, on first use), as an absolute path:
+/// Where the default store is (or will be, on first use), as an absolute path, fixed by
+/// the first call of this function or the first open of the store, whichever comes first:
+/// the store opens exactly there, even if the working directory or `IDEM_DB` changes
+/// afterwards, and [`set_default_store_path`] is refused from then on. It is
 /// [`set_default_store_path`], else the `IDEM_DB` environment variable (a relative path is
-/// taken against the working directory), else `idem/idem.db` in the user's data
+/// taken against the working directory at that moment), else `idem/idem.db` in the user's data
 /// directory: `$XDG_DATA_HOME` or `~/.local/share` on Linux and other Unix systems,
 /// `~/Library/Application Support` on macOS, `%LOCALAPPDATA%` on Windows. The operator
 /// command `idem` uses the same default.
@@ -67,11 +105,11 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
 /// first call's record. A server in production should still name its store (`store =
 /// ...`, `IDEM_DB`): its records then live where its operators look for them.
 pub fn default_store_path() -> Result<PathBuf, StoreError> {
-    if let Some(store) = STORE.get() {
-        return Ok(store.path().to_owned());
+    if let Some(path) = FIXED_PATH.get() {
+        return Ok(path.clone());
     }
-    let configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-    resolve(configured, std::env::var_os(DEFAULT_STORE_ENV))
+    let configured = CONFIGURED_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    fixed_path(&configured).map(Path::to_owned)
 }
 
 /// The default store's path: `configured`, else the `IDEM_DB` value `env`, else the user's

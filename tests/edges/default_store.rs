@@ -1,9 +1,9 @@
-//! The default store does not move with the working directory. Each case runs in a child
-//! process of its own (this test binary again), because the default store is opened once
-//! per process and the working directory is the whole process's: the child calls a tool
-//! with no `store = ...`, changes directory, calls again from several threads (so the
-//! store's pool opens new connections), and prints what it saw. The user's data directory
-//! is a temporary one (`XDG_DATA_HOME`, `HOME`).
+//! The default store does not move with the working directory, and is private to its user.
+//! Each case runs in a child process of its own (this test binary again, under umask 022),
+//! because the default store is opened once per process and the working directory is the
+//! whole process's: the child calls a tool with no `store = ...`, changes directory, calls
+//! again from several threads (so the store's pool opens new connections), and prints what
+//! it saw. The user's data directory is a temporary one (`XDG_DATA_HOME`, `HOME`).
 
 use std::path::Path;
 use std::process::Command;
@@ -34,6 +34,13 @@ fn default_store_child() {
     if case == "configured" {
         idem::set_default_store_path("configured.db").unwrap();
     }
+    if case == "asked_first" {
+        return asked_first();
+    }
+    #[cfg(unix)]
+    if case == "modes" || case == "exposed" {
+        return modes(&case);
+    }
     let first = greet("ann".into()).unwrap();
     let path = idem::default_store_path().unwrap();
     assert!(path.is_absolute(), "{}", path.display());
@@ -59,10 +66,68 @@ fn default_store_child() {
     println!("runs={} answer={first} store={}", RUNS.load(Ordering::SeqCst), path.display());
 }
 
-/// Runs the child in `cwd` with a data directory of `home`; its printed line.
+/// The path asked for first is where the store opens, after a change of directory; once
+/// it was asked for, another path cannot be set (`IDEM_TEST_SET_LATE`).
+fn asked_first() {
+    let asked = idem::default_store_path().unwrap();
+    if std::env::var_os("IDEM_TEST_SET_LATE").is_some() {
+        let refused = idem::set_default_store_path("late.db").map_err(|e| e.to_string());
+        println!("runs=0 answer=set store={refused:?}");
+        return;
+    }
+    std::env::set_current_dir(std::env::var_os("IDEM_TEST_CHDIR").unwrap()).unwrap();
+    greet("ann".into()).unwrap();
+    let opened = idem::default_store().unwrap().path().to_owned();
+    assert_eq!(idem::default_store_path().unwrap(), asked);
+    println!("runs={} answer=asked store={}", RUNS.load(Ordering::SeqCst), opened.display());
+}
+
+/// Opens the default store (twice: one warning at most) with idem's warnings on stdout,
+/// then prints the modes of its directory and files while they are open.
+#[cfg(unix)]
+fn modes(case: &str) {
+    let warnings = tracing_subscriber::fmt().with_max_level(tracing::Level::WARN).with_writer(std::io::stdout);
+    tracing::subscriber::set_global_default(warnings.finish()).unwrap();
+    greet("ann".into()).unwrap();
+    greet("bob".into()).unwrap();
+    let path = idem::default_store_path().unwrap();
+    let mode = |path: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    };
+    let file = |suffix: &str| {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        mode(std::path::Path::new(&name))
+    };
+    let dir = mode(path.parent().unwrap());
+    println!(
+        "runs={} answer={case} dir={:o} db={:o} wal={:o} shm={:o} store={}",
+        RUNS.load(Ordering::SeqCst),
+        dir,
+        file(""),
+        file("-wal"),
+        file("-shm"),
+        path.display()
+    );
+}
+
+/// Runs the child in `cwd` with a data directory of `home`, under the usual umask (022);
+/// its printed line.
 fn child(case: &str, cwd: &Path, home: &Path, env: &[(&str, &Path)]) -> String {
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    let output = child_output(case, cwd, home, env);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{case}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    // libtest prints the test's name on the same line, before the report.
+    let report = stdout.lines().find_map(|line| line.find("runs=").map(|at| &line[at..]));
+    report.unwrap_or_else(|| panic!("{case}: no report in {stdout}")).trim_end_matches(" ok").to_owned()
+}
+
+fn child_output(case: &str, cwd: &Path, home: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    let mut command = Command::new("sh");
     command
+        .args(["-c", "umask 022 && exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().unwrap())
         .args(["default_store::default_store_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .current_dir(cwd)
         .env(CASE_ENV, case)
@@ -72,12 +137,7 @@ fn child(case: &str, cwd: &Path, home: &Path, env: &[(&str, &Path)]) -> String {
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{case}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    // libtest prints the test's name on the same line, before the report.
-    let report = stdout.lines().find_map(|line| line.find("runs=").map(|at| &line[at..]));
-    report.unwrap_or_else(|| panic!("{case}: no report in {stdout}")).trim_end_matches(" ok").to_owned()
+    command.output().unwrap()
 }
 
 fn field<'a>(line: &'a str, name: &str) -> &'a str {
@@ -86,6 +146,7 @@ fn field<'a>(line: &'a str, name: &str) -> &'a str {
     match name {
         "runs" => rest.split(' ').next().unwrap(),
         "answer" => &rest[..rest.find(" store=").unwrap()],
+        "dir" | "db" | "wal" | "shm" => rest.split(' ').next().unwrap(),
         _ => rest,
     }
 }
@@ -137,4 +198,65 @@ fn idem_db_and_set_default_store_path_still_win() {
     let refused = child("unopenable", &work, &home, &[("IDEM_DB", &not_a_dir.join("keys.db"))]);
     assert!(refused.starts_with("runs=0 "), "{refused}");
     assert!(refused.contains(&not_a_dir.join("keys.db").display().to_string()), "{refused}");
+}
+
+/// A process that asks where the default store is, then changes directory, then makes its
+/// first call: the store opens where it was told, and setting another path is refused.
+#[test]
+fn the_path_asked_for_first_is_where_the_store_opens() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, work, elsewhere) = (root.path().join("home"), root.path().join("work"), root.path().join("elsewhere"));
+    for dir in [&home, &work, &elsewhere] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let asked =
+        child("asked_first", &work, &home, &[("IDEM_DB", Path::new("early.db")), ("IDEM_TEST_CHDIR", &elsewhere)]);
+    assert_eq!(Path::new(field(&asked, "store")), work.join("early.db"), "{asked}");
+    assert!(work.join("early.db").is_file());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing opened where it moved to");
+    let late = [("IDEM_DB", Path::new("early.db")), ("IDEM_TEST_SET_LATE", Path::new("1"))];
+    let set = child("asked_first", &work, &home, &late);
+    let expected = format!("the default store's path is already fixed at {}", work.join("early.db").display());
+    assert!(field(&set, "store").starts_with("Err(") && set.contains(&expected), "{set}");
+}
+
+/// Under the usual umask (022), the default store's new directory is 0700 and its file,
+/// -wal and -shm 0600: other local accounts cannot read the tools' records.
+#[cfg(unix)]
+#[test]
+fn a_new_default_store_is_private_to_its_user() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let report = child("modes", &home, &home, &[]);
+    assert_eq!(Path::new(field(&report, "store")), home.join("data").join("idem").join("idem.db"));
+    let modes = ["dir", "db", "wal", "shm"].map(|name| field(&report, name));
+    assert_eq!(modes, ["700", "600", "600", "600"], "{report}");
+    assert!(!report.contains("other accounts"), "nothing to warn about: {report}");
+}
+
+/// An existing directory and store file that others can read are left as they are, and
+/// named once in a warning, however often the store is used.
+#[cfg(unix)]
+#[test]
+fn an_existing_default_store_others_can_read_is_left_and_named_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let dir = home.join("data").join("idem");
+    std::fs::create_dir_all(&dir).unwrap();
+    drop(idem::SqliteStore::open(dir.join("idem.db")).unwrap());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.join("idem.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = child_output("exposed", &home, &home, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let warnings: Vec<&str> = stdout.lines().filter(|line| line.contains("other accounts can access")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {stdout}");
+    assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
+    for named in [format!("{} (mode 0755)", dir.display()), format!("{} (mode 0644)", dir.join("idem.db").display())] {
+        assert!(warnings[0].contains(&named), "{named}: {}", warnings[0]);
+    }
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&dir), mode(&dir.join("idem.db"))), (0o755, 0o644), "left as they were");
 }

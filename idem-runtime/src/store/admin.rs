@@ -107,6 +107,10 @@ pub trait Admin: Store {
     /// The records `query` selects, oldest first (by reservation time, then token).
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError>;
 
+    /// How many records `query` selects, whatever its `limit`: with [`list`](Self::list),
+    /// how many a listing that stopped at its limit left out.
+    fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError>;
+
     /// Records per namespace and state, by namespace then state; an in-progress record
     /// whose lease has ended counts as `abandoned`.
     fn count(&self) -> Result<Vec<StateCount>, StoreError>;

@@ -282,6 +282,11 @@ impl Admin for MemoryStore {
         Ok(listed)
     }
 
+    fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError> {
+        let all = ListQuery { limit: usize::MAX, ..*query };
+        Ok(self.list(&all)?.len() as u64)
+    }
+
     fn count(&self) -> Result<Vec<StateCount>, StoreError> {
         let records = self.lock();
         let now = now_ms();

@@ -12,14 +12,22 @@ use super::{PgStore, backend, duration_ms};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl PgStore {
-    /// Whether idem's tables are in the store's schema, without creating them: for a
-    /// command that must not create a store where there was none.
-    pub fn exists_blocking(&self) -> Result<bool, StoreError> {
+    /// Checks that the store's schema already holds idem's tables at the schema version
+    /// this idem reads, reading only: for tools that must never create or change a store,
+    /// such as the `idem` operator command. Anything else is an error that names the store
+    /// and says what its schema holds: no such schema, no tables, another application's
+    /// tables (named), an idem schema of an older version (which using it would migrate,
+    /// locking out the older idem that wrote it) or a newer one. Nothing is created or
+    /// changed. Once it has passed, this store never creates or migrates the schema.
+    pub fn check_existing_blocking(&self) -> Result<(), StoreError> {
         block_on(self.operation("open", async {
             let conn = self.inner.pool.get().await?;
-            let versions = format!("{}.idem_schema_version", self.schema());
-            Ok(self.inner.queries.version(&conn.client, &versions).await?.is_some())
-        }))
+            self.inner.queries.existing(&conn.client).await
+        }))?;
+        // The schema is at this idem's version: a later operation must not create it again
+        // if someone drops it meanwhile.
+        let _ = self.inner.migrated.set(());
+        Ok(())
     }
 
     fn table(&self) -> String {
@@ -41,25 +49,49 @@ impl PgStore {
     }
 }
 
+/// The conditions of a listing: `$1` state, `$2` namespace, `$3` key prefix, `$4` minimum
+/// age in ms, `$5` whether the lease is live.
+fn selected() -> String {
+    format!(
+        "($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR namespace = $2) \
+         AND ($3::text IS NULL OR left(key, length($3)) = $3) \
+         AND ($4::int8 IS NULL OR created_at <= {NOW} - $4 * interval '1 millisecond') \
+         AND ($5::bool IS NULL OR $5 = (lease_until > now()))"
+    )
+}
+
+/// A [`ListQuery`]'s conditions as [`selected`] binds them.
+struct Selected {
+    state: Option<&'static str>,
+    older_than: Option<i64>,
+    lease_live: Option<bool>,
+}
+
+impl Selected {
+    fn of(query: &ListQuery<'_>) -> Self {
+        Selected {
+            state: query.state.stored_state(),
+            older_than: query.older_than.map(duration_ms),
+            lease_live: query.state.lease_live(),
+        }
+    }
+}
+
 impl Admin for PgStore {
     fn describe(&self) -> String {
         self.inner.described.clone()
     }
 
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
-        let state = query.state.stored_state();
-        let lease_live = query.state.lease_live();
-        let older_than = query.older_than.map(duration_ms);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let sql = format!(
-            "SELECT namespace, key, {COLUMNS} FROM {} WHERE ($1::text IS NULL OR state = $1) \
-             AND ($2::text IS NULL OR namespace = $2) AND ($3::text IS NULL OR left(key, length($3)) = $3) \
-             AND ($4::int8 IS NULL OR created_at <= {NOW} - $4 * interval '1 millisecond') \
-             AND ($5::bool IS NULL OR $5 = (lease_until > now())) ORDER BY created_at, token LIMIT $6",
-            self.table()
+            "SELECT namespace, key, {COLUMNS} FROM {} WHERE {} ORDER BY created_at, token LIMIT $6",
+            self.table(),
+            selected()
         );
+        let selected = Selected::of(query);
         let params: [&(dyn ToSql + Sync); 6] =
-            [&state, &query.namespace, &query.key_prefix, &older_than, &lease_live, &limit];
+            [&selected.state, &query.namespace, &query.key_prefix, &selected.older_than, &selected.lease_live, &limit];
         block_on(self.operation("list", async {
             let conn = self.conn().await?;
             let rows = conn.client.query(&sql, &params).await.map_err(backend)?;
@@ -70,6 +102,18 @@ impl Admin for PgStore {
                     Ok(ListedRecord { namespace, key, record })
                 })
                 .collect()
+        }))
+    }
+
+    fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError> {
+        let sql = format!("SELECT count(*) FROM {} WHERE {}", self.table(), selected());
+        let selected = Selected::of(query);
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&selected.state, &query.namespace, &query.key_prefix, &selected.older_than, &selected.lease_live];
+        block_on(self.operation("count", async {
+            let conn = self.conn().await?;
+            let records: i64 = conn.client.query_one(&sql, &params).await.map_err(backend)?.get(0);
+            Ok(u64::try_from(records).unwrap_or(0))
         }))
     }
 

@@ -195,6 +195,52 @@ impl Queries {
         tx.commit().await.map_err(backend)
     }
 
+    /// `Ok` when the schema already holds idem's tables at [`SCHEMA_VERSION`], else what it
+    /// holds instead (or the newer version's error). Reads only.
+    pub(super) async fn existing(&self, client: &impl tokio_postgres::GenericClient) -> Result<(), StoreError> {
+        let schema = &self.schema;
+        let not_a_store = |found: String| Err(StoreError::Backend(format!("not an idem store: {found}").into()));
+        let exists = client.query_one("SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", &[schema]).await;
+        if !exists.map_err(backend)?.get::<_, bool>(0) {
+            return not_a_store(format!("there is no schema {schema} in this database"));
+        }
+        let rows = client
+            .query("SELECT tablename::text FROM pg_tables WHERE schemaname = $1 ORDER BY 1", &[schema])
+            .await
+            .map_err(backend)?;
+        let tables: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        let has = |table: &str| tables.iter().any(|t| t == table);
+        if !has("idem_schema_version") {
+            return not_a_store(match tables.len() {
+                0 => format!("the schema {schema} holds no tables"),
+                _ if has("idem_records") => "the schema has a table idem_records but no idem_schema_version: \
+                                             idem did not create it"
+                    .to_owned(),
+                n => {
+                    let named = tables[..n.min(5)].join(", ");
+                    let more = if n > 5 { format!(", ... {n} in all") } else { String::new() };
+                    format!("the schema holds other tables ({named}{more}) and no idem tables")
+                }
+            });
+        }
+        let versions = format!("{schema}.idem_schema_version");
+        match self.version(client, &versions).await? {
+            Some(SCHEMA_VERSION) if has("idem_records") => Ok(()),
+            Some(SCHEMA_VERSION) => {
+                not_a_store("the schema has idem_schema_version but no idem_records table".to_owned())
+            }
+            Some(version) if version >= 1 => Err(StoreError::Backend(
+                format!(
+                    "an idem store of schema version {version}, older than this idem's {SCHEMA_VERSION}: using it \
+                     would migrate it, and the older idem that wrote it could no longer use it; use an idem of the \
+                     tools' version, or let the tools migrate it when they are upgraded"
+                )
+                .into(),
+            )),
+            _ => not_a_store("its idem_schema_version table records no migration".to_owned()),
+        }
+    }
+
     /// The schema's version: `None` without a version table (a new schema), else the last
     /// migration applied, checked against this code's.
     pub(super) async fn version(

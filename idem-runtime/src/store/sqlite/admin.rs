@@ -35,15 +35,25 @@ const COUNT: &str = concat!(
 
 const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
 
-const LIST: &str = concat!(
-    "SELECT namespace, key FROM idem_records WHERE (?1 IS NULL OR state = ?1) \
-     AND (?2 IS NULL OR namespace = ?2) AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) \
-     AND (?4 IS NULL OR created_at_ms <= ",
-    now_ms!(),
-    " - ?4) AND (?5 IS NULL OR ?5 = (lease_until_ms > ",
-    now_ms!(),
-    ")) ORDER BY created_at_ms, token LIMIT ?6"
-);
+/// The conditions of a listing: `?1` state, `?2` namespace, `?3` key prefix, `?4` minimum
+/// age in ms, `?5` whether the lease is live.
+macro_rules! selected {
+    () => {
+        concat!(
+            "(?1 IS NULL OR state = ?1) AND (?2 IS NULL OR namespace = ?2) \
+             AND (?3 IS NULL OR substr(key, 1, length(?3)) = ?3) AND (?4 IS NULL OR created_at_ms <= ",
+            now_ms!(),
+            " - ?4) AND (?5 IS NULL OR ?5 = (lease_until_ms > ",
+            now_ms!(),
+            "))"
+        )
+    };
+}
+
+const LIST: &str =
+    concat!("SELECT namespace, key FROM idem_records WHERE ", selected!(), " ORDER BY created_at_ms, token LIMIT ?6");
+
+const COUNT_SELECTED: &str = concat!("SELECT count(*) FROM idem_records WHERE ", selected!());
 
 /// A settled record, to reopen: its token, request and reservation time.
 const SETTLED: &str = "SELECT token, request, created_at_ms FROM idem_records WHERE namespace = ?1 AND key = ?2 \
@@ -77,6 +87,17 @@ impl Admin for SqliteStore {
                 listed.push(ListedRecord { namespace, key, record });
             }
             Ok(listed)
+        })
+    }
+
+    fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError> {
+        let (state, lease_live) = (query.state.stored_state(), query.state.lease_live());
+        let older_than = query.older_than.map(duration_ms);
+        let params = params![state, query.namespace, query.key_prefix, older_than, lease_live];
+        self.with_conn("count", |conn| {
+            let mut stmt = conn.prepare_cached(COUNT_SELECTED).map_err(backend)?;
+            let records: i64 = stmt.query_row(params, |row| row.get(0)).map_err(backend)?;
+            Ok(u64::try_from(records).unwrap_or(0))
         })
     }
 

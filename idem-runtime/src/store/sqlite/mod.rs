@@ -360,6 +360,9 @@ crate::store::async_store_from_sync!(SqliteStore);
 crate::store::inherent_store_ops!(impl[] SqliteStore);
 
 mod admin;
+mod existing;
+#[cfg(test)]
+mod existing_tests;
 mod identity;
 mod open;
 mod pool;

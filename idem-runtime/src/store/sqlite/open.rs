@@ -82,7 +82,7 @@ pub enum Synchronous {
 /// Options for opening a [`SqliteStore`]; start with [`SqliteStore::builder`].
 #[derive(Clone, Debug)]
 pub struct SqliteStoreBuilder {
-    path: PathBuf,
+    pub(super) path: PathBuf,
     synchronous: Synchronous,
     busy_timeout: Duration,
 }
@@ -108,7 +108,20 @@ impl SqliteStoreBuilder {
     /// once: connections the pool opens later use the same file even if the process
     /// changes its working directory.
     /// Every failure names the file, and the operating system's reason where SQLite's
-    /// own message does not give one.
+    /// own message does not give one. A new file is created with the process's umask, as
+    /// `sqlite3` creates one; SQLite gives its `-wal` and `-shm` the file's permissions.
+    ///
+    /// A database another application already uses may hold the store too: that is what
+    /// [`SqliteStore::transaction`] is for, with the application's tables and idem's in one
+    /// file. Its tables and rows are left alone; `open` adds the table `idem_records`, its
+    /// index `idem_records_retention` (and SQLite's `sqlite_sequence`), sets `PRAGMA
+    /// user_version` to idem's schema version, and switches the file to WAL journal mode,
+    /// which persists: every connection to the file then uses WAL (its `-wal` and `-shm`
+    /// files beside it, a local disk). idem keeps its schema version in `user_version`, so
+    /// a database whose `user_version` is not 0 but that has no `idem_records` table (an
+    /// application keeps its own version there) is refused, naming the version, and left
+    /// as it was. [`open_existing`](Self::open_existing) opens only a file that already is
+    /// a store.
     pub fn open(self) -> Result<SqliteStore, StoreError> {
         let named = |e: StoreError, path: &Path| e.within(&format!("SQLite {}", path.display()), "open");
         let path = std::path::absolute(&self.path)
@@ -144,7 +157,8 @@ pub(super) struct Options {
 
 impl SqliteStore {
     /// Opens (or creates) the store at `path` with the default options: full durability
-    /// and a 5 second busy timeout.
+    /// and a 5 second busy timeout. See [`SqliteStoreBuilder::open`] for what it creates,
+    /// and what it does with a database another application already uses.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         Self::builder(path).open()
     }
@@ -235,15 +249,17 @@ impl Options {
         }
     }
 
-    /// One attempt of [`set_up`](Self::set_up), on a new connection.
+    /// One attempt of [`set_up`](Self::set_up), on a new connection. The version is read
+    /// first, so that a file refused for it is not switched to WAL.
     fn init_once(&self, conn: &Connection) -> Result<(), Init> {
+        let version = self.check_version(conn)?;
         let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Init::Failed(self.open_error(format!(
                 "cannot use WAL journal mode (got {mode:?}); the path must be a file on a local disk"
             ))));
         }
-        if self.check_version(conn)? == SCHEMA_VERSION {
+        if version == SCHEMA_VERSION {
             return Ok(());
         }
         // Check again under the write lock: another process may have created it meanwhile.
@@ -262,16 +278,29 @@ impl Options {
     }
 
     /// The file's schema version: 0 (new), an older one to migrate, or [`SCHEMA_VERSION`];
-    /// a newer one is an error.
+    /// a newer one is an error, and so is a version without idem's table: idem keeps its
+    /// version in `PRAGMA user_version`, so another application that keeps its own there
+    /// cannot share the file.
     fn check_version(&self, conn: &Connection) -> Result<i64, Init> {
         let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-        let why = match version {
-            0..=SCHEMA_VERSION => return Ok(version),
-            v if v > SCHEMA_VERSION => format!(
-                "its schema version {v} was written by a newer idem (this one reads version \
+        if version == 0 {
+            return Ok(0);
+        }
+        let why = if !has_idem_records(conn)? {
+            format!(
+                "its PRAGMA user_version is {version} but it has no idem_records table: another application \
+                 keeps its own version there, where idem keeps its schema version, so they cannot share the \
+                 file; use another file for idem"
+            )
+        } else if version > SCHEMA_VERSION {
+            format!(
+                "its schema version {version} was written by a newer idem (this one reads version \
                  {SCHEMA_VERSION}); upgrade idem, or use another file"
-            ),
-            v => format!("unknown schema version {v}; is it an idem store?"),
+            )
+        } else if version < 0 {
+            format!("unknown schema version {version}; is it an idem store?")
+        } else {
+            return Ok(version);
         };
         Err(Init::Failed(self.open_error(why)))
     }
@@ -292,6 +321,12 @@ impl Options {
             None => backend(error),
         }
     }
+}
+
+/// Whether the file has idem's table.
+fn has_idem_records(conn: &Connection) -> Result<bool, rusqlite::Error> {
+    let sql = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idem_records'";
+    conn.query_row(sql, [], |row| row.get::<_, i64>(0)).map(|tables| tables > 0)
 }
 
 /// Why the operating system refuses SQLite the file at `path`, found by trying what SQLite

@@ -80,6 +80,7 @@ fn reopening_keeps_records() {
 fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idem.db");
+    drop(SqliteStore::open(&path).unwrap());
     raw(&path).pragma_update(None, "user_version", 99).unwrap();
     let error = SqliteStore::open(&path).unwrap_err().to_string();
     assert!(error.contains("newer idem"), "unexpected error: {error}");

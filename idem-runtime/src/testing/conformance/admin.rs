@@ -13,6 +13,7 @@ const OTHER_NS: &str = "idem-conformance-other";
 /// records, as for [`check_store`](super::check_store)).
 pub fn check_admin<S: Admin>(make_store: impl Fn() -> S) {
     lists_by_state_namespace_prefix_age_and_limit(&make_store());
+    counts_what_a_listing_selects_whatever_its_limit(&make_store());
     counts_per_namespace_and_state(&make_store());
     resolves_only_keys_in_progress(&make_store());
     reopens_only_settled_records_as_abandoned(&make_store());
@@ -70,6 +71,27 @@ fn lists_by_state_namespace_prefix_age_and_limit<S: Admin>(store: &S) {
     assert_eq!(keys(store, ListQuery { limit: 2, ..all }), [k1, k2], "the oldest `limit`");
     let listed = store.list(&ListQuery { key_prefix: Some("k1"), namespace: Some(NS), ..all }).unwrap();
     assert_eq!(Some(&listed[0].record), store.read(id(NS, "k1")).unwrap().as_ref(), "a listed record is the record");
+}
+
+fn counts_what_a_listing_selects_whatever_its_limit<S: Admin>(store: &S) {
+    four_records(store);
+    let all = ListQuery { limit: 1, ..ListQuery::default() };
+    for query in [
+        all,
+        ListQuery { state: StateFilter::InProgress, ..all },
+        ListQuery { state: StateFilter::Running, ..all },
+        ListQuery { state: StateFilter::Abandoned, ..all },
+        ListQuery { state: StateFilter::Failed, ..all },
+        ListQuery { namespace: Some(NS), ..all },
+        ListQuery { key_prefix: Some("k1"), ..all },
+        ListQuery { key_prefix: Some("%"), ..all },
+        ListQuery { older_than: Some(LONG), ..all },
+        ListQuery { older_than: Some(Duration::ZERO), namespace: Some(NS), ..all },
+    ] {
+        let listed = keys(store, ListQuery { limit: 100, ..query }).len() as u64;
+        let counted = store.count_matching(&query).unwrap_or_else(|e| panic!("count_matching {query:?} failed: {e}"));
+        assert_eq!(counted, listed, "count_matching counts what list selects, whatever the limit: {query:?}");
+    }
 }
 
 fn counts_per_namespace_and_state<S: Admin>(store: &S) {
