@@ -31,6 +31,10 @@ mod pattern_bindings;
 #[path = "accepted/rmcp-scope-root-shares-a-field-name.rs"]
 mod rmcp_scope_root_shares_a_field_name;
 
+#[cfg(feature = "rmcp")]
+#[path = "accepted/rmcp-tasks-on-a-hand-written-call-tool.rs"]
+mod rmcp_tasks_on_a_hand_written_call_tool;
+
 #[path = "accepted/self-method.rs"]
 mod self_method;
 
@@ -86,4 +90,10 @@ fn self_method() {
 #[test]
 fn sync_free_fn() {
     sync_free_fn::main();
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn rmcp_tasks_on_a_hand_written_call_tool() {
+    rmcp_tasks_on_a_hand_written_call_tool::main();
 }
