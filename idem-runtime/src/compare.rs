@@ -11,7 +11,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, ErrorCode, FieldDifference};
+use crate::canonical::{canonical, write_canonical_bytes, write_json};
+use crate::error::{Error, ErrorCode};
 
 /// One compared field's value, serialized before the body runs.
 pub type ComparedValue = Result<Value, serde_json::Error>;
@@ -72,85 +73,6 @@ fn write_field(i: usize, name: &str, value: &Value, out: &mut Vec<u8>) {
     write_canonical_bytes(value, out);
 }
 
-/// Writes `value` as JSON with every object's keys sorted, whatever map type serde_json
-/// was built with (its `preserve_order` feature may be on elsewhere in the build).
-pub fn write_canonical(value: &Value, out: &mut String) {
-    out.push_str(&canonical(value));
-}
-
-/// `value` as JSON with every object's keys sorted; see [`write_canonical`].
-pub(crate) fn canonical(value: &Value) -> String {
-    let mut bytes = Vec::new();
-    write_canonical_bytes(value, &mut bytes);
-    String::from_utf8(bytes).expect("serde_json writes UTF-8")
-}
-
-fn write_canonical_bytes(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json(key.as_str(), out);
-                out.push(b':');
-                write_canonical_bytes(value, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical_bytes(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => write_json(scalar, out),
-    }
-}
-
-/// Compact JSON, exactly as `Value`'s `Display` writes it.
-fn write_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    serde_json::to_writer(out, value).expect("strings and scalars always serialize");
-}
-
-/// The compared fields that differ between a stored request and this one; empty when they
-/// are equal. A stored request that is not a JSON object is reported as one difference on
-/// every field rather than trusted.
-pub fn differences(stored: &str, requested: &str) -> Vec<FieldDifference> {
-    if stored == requested {
-        return Vec::new();
-    }
-    let parse = |text: &str| match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Some(map),
-        _ => None,
-    };
-    let (Some(stored_fields), Some(requested_fields)) = (parse(stored), parse(requested)) else {
-        let json = |text: &str| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
-        return vec![FieldDifference {
-            field: "(request)".to_owned(),
-            stored: json(stored),
-            requested: json(requested),
-            stored_text: stored.to_owned(),
-            requested_text: requested.to_owned(),
-        }];
-    };
-    let mut names: Vec<&String> = stored_fields.keys().chain(requested_fields.keys()).collect();
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .filter(|name| stored_fields.get(*name) != requested_fields.get(*name))
-        .map(|name| FieldDifference::new(name.clone(), stored_fields.get(name), requested_fields.get(name)))
-        .collect()
-}
-
 /// A stored request with its fields renamed from `from` to `to` (parallel lists), in the
 /// canonical form: how a record written under the Rust names of the fields (`req.amount`)
 /// reads under the names the model knows (`amount`). `None` when it names none of them.
@@ -190,47 +112,13 @@ mod tests {
     }
 
     #[test]
-    fn the_pinned_format_is_compact_json_as_value_displays_it() {
-        let values = [
-            json!("a \"quoted\" \\ line\nwith\ttabs, é, 😀 and \u{1}"),
-            json!(120.0),
-            json!(0.1),
-            json!(-7),
-            json!(u64::MAX),
-            json!(1e300),
-            json!(null),
-            json!(true),
-            json!([1, "x", [2.5]]),
-        ];
-        for value in values {
-            let mut out = String::new();
-            write_canonical(&value, &mut out);
-            assert_eq!(out, value.to_string());
-        }
-        let nested = json!({"z\"key": {"b": 1, "a": [json!({"d": 1, "c": 2})]}, "é": 1});
-        let mut out = String::new();
-        write_canonical(&nested, &mut out);
-        assert_eq!(out, r#"{"z\"key":{"a":[{"c":2,"d":1}],"b":1},"é":1}"#);
+    fn a_name_with_quotes_is_escaped() {
         assert_eq!(request(&["na\"me"], &[json!(1)]), r#"{"na\"me":1}"#);
     }
 
     #[test]
     fn no_compared_fields_is_an_empty_object() {
         assert_eq!(request(&[], &[]), "{}");
-    }
-
-    #[test]
-    fn differences_name_each_field_with_both_values() {
-        let stored = request(&["amount", "currency"], &[json!(120.0), json!("EUR")]);
-        let requested = request(&["amount", "currency"], &[json!(150.0), json!("EUR")]);
-        let [difference] = &differences(&stored, &requested)[..] else { panic!("one difference") };
-        assert_eq!(difference.field, "amount");
-        assert_eq!((&difference.stored, &difference.requested), (&json!(120.0), &json!(150.0)));
-        assert_eq!((difference.stored_text.as_str(), difference.requested_text.as_str()), ("120.0", "150.0"));
-        assert!(differences(&stored, &stored).is_empty());
-        let added = differences(r#"{"amount":1}"#, r#"{"amount":1,"currency":"EUR"}"#);
-        assert_eq!((&added[0].stored, added[0].stored_text.as_str()), (&Value::Null, "(absent)"));
-        assert_eq!((&added[0].requested, added[0].requested_text.as_str()), (&json!("EUR"), "\"EUR\""));
     }
 
     #[test]

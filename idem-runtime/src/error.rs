@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::difference::FieldDifference;
+
 mod wire;
 
 /// The stable code of an [`Error`]: what happened, in a form code and models can branch on.
@@ -77,48 +79,6 @@ impl ErrorCode {
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// One compared field whose stored and requested values differ (a CONFLICT).
-///
-/// The values are JSON, as they were compared: `stored == json!("EUR")`. The text forms
-/// are what the conflict's message shows: the canonical JSON (`"EUR"` with its quotes,
-/// `120.0`), or `(absent)` for a field one of the two calls did not compare (the tool's
-/// `compare = [...]` changed between them), whose value then reads `null`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FieldDifference {
-    /// The field by the name the model sends it under: `amount` for `compare = [amount]`,
-    /// and also for `compare = [req.amount]` where rmcp's `Parameters(req)` binds the
-    /// tool's arguments; `req.amount` where `req` is itself an argument.
-    pub field: String,
-    /// The value the first call stored.
-    pub stored: serde_json::Value,
-    /// The value this call asked for.
-    pub requested: serde_json::Value,
-    /// [`stored`](Self::stored) as canonical JSON text, or `(absent)`.
-    pub stored_text: String,
-    /// [`requested`](Self::requested) as canonical JSON text, or `(absent)`.
-    pub requested_text: String,
-}
-
-/// The text form of a compared field that one of two calls did not have.
-pub(crate) const ABSENT: &str = "(absent)";
-
-impl FieldDifference {
-    /// A difference of `field` between two values, `None` where a call did not compare it.
-    pub(crate) fn new(
-        field: String,
-        stored: Option<&serde_json::Value>,
-        requested: Option<&serde_json::Value>,
-    ) -> Self {
-        let side = |value: Option<&serde_json::Value>| match value {
-            Some(value) => (value.clone(), crate::compare::canonical(value)),
-            None => (serde_json::Value::Null, ABSENT.to_owned()),
-        };
-        let ((stored, stored_text), (requested, requested_text)) = (side(stored), side(requested));
-        FieldDifference { field, stored, requested, stored_text, requested_text }
     }
 }
 
@@ -300,7 +260,7 @@ mod tests {
     fn a_conflict_serializes_its_differences_and_round_trips() {
         let stored = serde_json::json!({"amount": 120, "currency": "EUR"});
         let requested = serde_json::json!({"amount": 150, "currency": "EUR", "memo": "x"});
-        let differences = crate::compare::differences(&stored.to_string(), &requested.to_string());
+        let differences = crate::difference::differences(&stored.to_string(), &requested.to_string());
         let error = Error::new(ErrorCode::Conflict, "differs").with_suggestion("ask").with_differences(differences);
         let json = serde_json::to_string(&error).unwrap();
         assert_eq!(

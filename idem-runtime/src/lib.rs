@@ -7,8 +7,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;
+mod canonical;
 mod compare;
 mod default_store;
+mod difference;
 mod error;
 mod key;
 mod observe;
@@ -46,7 +48,8 @@ pub use call::{
 pub use default_store::{
     DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, default_store, default_store_path, set_default_store_path,
 };
-pub use error::{Error, ErrorCode, FieldDifference, Running};
+pub use difference::FieldDifference;
+pub use error::{Error, ErrorCode, Running};
 pub use key::{Key, KeyPart, normalize, scope_prefix};
 pub use observe::{Observation, ObserveFuture, Outcome, ToolMetrics, metrics, observe, observe_async};
 pub use output::{REPLAYED_FIELD, ToolOutput, replay_value};

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::compare::{differences, renamed};
+use crate::compare::renamed;
+use crate::difference::differences;
 use crate::error::{Error, ErrorCode, Running};
 use crate::key::Key;
 use crate::observe::Outcome;

@@ -7,7 +7,8 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 use serde_json::Value;
 
-use super::{ABSENT, Error, ErrorCode, FieldDifference, Running};
+use super::{Error, ErrorCode, Running};
+use crate::difference::{ABSENT, FieldDifference};
 
 impl Serialize for ErrorCode {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

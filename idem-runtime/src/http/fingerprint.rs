@@ -69,7 +69,7 @@ fn selected(fields: &[String], body: &[u8]) -> Result<String, Problem> {
             (field.clone(), value.cloned().unwrap_or(Value::Null))
         })
         .collect::<serde_json::Map<_, _>>();
-    Ok(crate::compare::canonical(&Value::Object(picked)))
+    Ok(crate::canonical::canonical(&Value::Object(picked)))
 }
 
 #[cfg(test)]

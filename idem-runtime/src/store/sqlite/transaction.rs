@@ -21,7 +21,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{COMPLETE, INSERT, SqliteStore, backend, duration_ms, read_record};
-use crate::compare::{differences, write_canonical};
+use crate::canonical::write_canonical;
+use crate::difference::differences;
 use crate::error::{Error, ErrorCode};
 use crate::output::replay_value;
 use crate::store::{Record, RecordId, RecordState, StoreError};
