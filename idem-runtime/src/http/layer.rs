@@ -1,7 +1,7 @@
-//! The layer and its settings.
+//! The layer: a builder of its settings, and the tower `Layer` that wraps a service.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{self, HeaderName};
@@ -10,24 +10,7 @@ use http::{Method, StatusCode};
 
 use super::Fingerprint;
 use super::service::Idempotency;
-use crate::call::{Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, Tool};
-use crate::key::{FieldMode, Segment};
-use crate::observe::{Instruments, NamedAtRuntime, SpanCallsite};
-
-/// The default methods the layer applies to: the draft's non-idempotent ones.
-pub const DEFAULT_METHODS: [Method; 2] = [Method::POST, Method::PATCH];
-
-/// The headers a replay carries by default, besides `Idempotent-Replayed: true`.
-pub const DEFAULT_REPLAY_HEADERS: [HeaderName; 8] = [
-    header::CONTENT_TYPE,
-    header::CONTENT_ENCODING,
-    header::CONTENT_LANGUAGE,
-    header::CONTENT_LOCATION,
-    header::LOCATION,
-    header::ETAG,
-    header::LAST_MODIFIED,
-    header::LINK,
-];
+use super::settings::{ScopeFn, Settings, Shared};
 
 /// Headers never stored, whatever [`IdempotencyLayer::replay_headers`] lists: credentials
 /// belong to the first caller, and framing is the server's, for each response.
@@ -42,46 +25,10 @@ pub const NEVER_REPLAYED: [HeaderName; 8] = [
     header::UPGRADE,
 ];
 
-/// The default limit on a request body and on a stored response body: 1 MiB.
-pub const DEFAULT_MAX_BODY: usize = 1 << 20;
-
-/// The default name and namespace of a layer's records and telemetry.
-pub const DEFAULT_NAME: &str = "http";
-
-type ScopeFn = dyn Fn(&Parts) -> String + Send + Sync;
-
 /// A `tower` layer that honours `Idempotency-Key` on the methods it applies to; see the
 /// [module docs](super) for what it answers in each situation.
 pub struct IdempotencyLayer<St> {
     pub(crate) shared: Arc<Shared<St>>,
-}
-
-pub(crate) struct Shared<St> {
-    pub(crate) store: Arc<St>,
-    pub(crate) settings: Settings,
-    /// The layer as an idem tool, built at its first request (after the builder calls).
-    tool: OnceLock<&'static Tool>,
-}
-
-#[derive(Clone)]
-pub(crate) struct Settings {
-    pub(crate) name: String,
-    pub(crate) namespace: String,
-    pub(crate) methods: Vec<Method>,
-    pub(crate) key_required: bool,
-    pub(crate) fingerprint: Fingerprint,
-    pub(crate) is_final: fn(StatusCode) -> bool,
-    pub(crate) scope: Option<Arc<ScopeFn>>,
-    pub(crate) replay_headers: Vec<HeaderName>,
-    pub(crate) lease: Duration,
-    pub(crate) max_hold: Duration,
-    pub(crate) retain: Duration,
-    pub(crate) max_body: usize,
-}
-
-/// The default of [`IdempotencyLayer::final_when`]: every status below 500.
-pub fn below_500(status: StatusCode) -> bool {
-    !status.is_server_error()
 }
 
 impl<St> IdempotencyLayer<St> {
@@ -92,28 +39,15 @@ impl<St> IdempotencyLayer<St> {
     /// treats every status below 500 as final, shares keys across callers, and names its
     /// records and telemetry `http`.
     pub fn new(store: St) -> Self {
-        let settings = Settings {
-            name: DEFAULT_NAME.to_owned(),
-            namespace: DEFAULT_NAME.to_owned(),
-            methods: DEFAULT_METHODS.to_vec(),
-            key_required: true,
-            fingerprint: Fingerprint::Body,
-            is_final: below_500,
-            scope: None,
-            replay_headers: DEFAULT_REPLAY_HEADERS.to_vec(),
-            lease: DEFAULT_LEASE,
-            max_hold: DEFAULT_MAX_HOLD,
-            retain: DEFAULT_RETAIN,
-            max_body: DEFAULT_MAX_BODY,
-        };
-        IdempotencyLayer { shared: Arc::new(Shared { store: Arc::new(store), settings, tool: OnceLock::new() }) }
+        let settings = Settings::defaults();
+        IdempotencyLayer { shared: Arc::new(Shared::new(Arc::new(store), settings)) }
     }
 
     fn with(self, change: impl FnOnce(&mut Settings)) -> Self {
         let mut settings = self.shared.settings.clone();
         change(&mut settings);
         let store = Arc::clone(&self.shared.store);
-        IdempotencyLayer { shared: Arc::new(Shared { store, settings, tool: OnceLock::new() }) }
+        IdempotencyLayer { shared: Arc::new(Shared::new(store, settings)) }
     }
 
     /// The layer's name in telemetry: the span `execute_tool <name>`, `gen_ai.tool.name`,
@@ -155,7 +89,7 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// Which responses are final: stored and replayed to every repeat. Default
-    /// [`below_500`]. A response that is not final releases the key, so the client may
+    /// [`below_500`](super::below_500). A response that is not final releases the key, so the client may
     /// retry with it, and reaches the client as the service sent it.
     pub fn final_when(self, is_final: fn(StatusCode) -> bool) -> Self {
         self.with(|settings| settings.is_final = is_final)
@@ -171,7 +105,7 @@ impl<St> IdempotencyLayer<St> {
         self.with(|settings| settings.scope = Some(scope))
     }
 
-    /// The response headers stored and replayed (default [`DEFAULT_REPLAY_HEADERS`]).
+    /// The response headers stored and replayed (default [`DEFAULT_REPLAY_HEADERS`](super::DEFAULT_REPLAY_HEADERS)).
     ///
     /// # Panics
     ///
@@ -202,45 +136,9 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// The largest request body read (a larger one is `413`, `body-too-large`, and not
-    /// run) and the largest response body stored. Default [`DEFAULT_MAX_BODY`].
+    /// run) and the largest response body stored. Default [`DEFAULT_MAX_BODY`](super::DEFAULT_MAX_BODY).
     pub fn max_body(self, bytes: usize) -> Self {
         self.with(|settings| settings.max_body = bytes)
-    }
-}
-
-impl<St> Shared<St> {
-    /// The layer as an idem tool: built once, leaked for the process's life (its span
-    /// callsite must be `'static`).
-    pub(crate) fn tool(&self) -> &'static Tool {
-        self.tool.get_or_init(|| {
-            let settings = &self.settings;
-            static SCOPED: [Segment; 3] = [
-                Segment::Field("scope", FieldMode { normalize: false, hash: true }),
-                Segment::Literal("/"),
-                Segment::Field("key", FieldMode { normalize: false, hash: false }),
-            ];
-            static UNSCOPED: [Segment; 1] = [Segment::Field("key", FieldMode { normalize: false, hash: false })];
-            let leak = |text: &str| -> &'static str { Box::leak(text.to_owned().into_boxed_str()) };
-            let name = leak(&settings.name);
-            let tool = Tool {
-                name,
-                namespace: leak(&settings.namespace),
-                namespace_given: true,
-                site: name,
-                template: if settings.scope.is_some() { &SCOPED } else { &UNSCOPED },
-                compare: &super::fingerprint::FIELDS,
-                compare_written: &super::fingerprint::FIELDS,
-                status_fn: name,
-                lease: settings.lease,
-                max_hold: settings.max_hold,
-                retain: settings.retain,
-                serving: None,
-                timeout: None,
-                instruments: Instruments::new(SpanCallsite::Runtime(NamedAtRuntime::leak(name))),
-                claim: Claim::new(),
-            };
-            Box::leak(Box::new(tool))
-        })
     }
 }
 

@@ -141,13 +141,12 @@ mod key_header;
 mod layer;
 mod problem;
 mod service;
+mod settings;
 mod stored;
 
 pub use fingerprint::Fingerprint;
 pub use key_header::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyRule, MAX_KEY_CHARS};
-pub use layer::{
-    DEFAULT_MAX_BODY, DEFAULT_METHODS, DEFAULT_NAME, DEFAULT_REPLAY_HEADERS, IdempotencyLayer, NEVER_REPLAYED,
-    below_500,
-};
+pub use layer::{IdempotencyLayer, NEVER_REPLAYED};
 pub use problem::PROBLEM_TYPE_BASE;
 pub use service::{Idempotency, ResponseFuture};
+pub use settings::{DEFAULT_MAX_BODY, DEFAULT_METHODS, DEFAULT_NAME, DEFAULT_REPLAY_HEADERS, below_500};

@@ -15,8 +15,8 @@ use tracing::Instrument;
 
 use super::answer::{Handled, HttpPolicy};
 use super::key_header::{KeyRule, read_key};
-use super::layer::Shared;
 use super::problem::Problem;
+use super::settings::Shared;
 use super::stored::StoredResponse;
 use crate::call::{Call, NoReconcile, run_async};
 use crate::key::KeyPart;
