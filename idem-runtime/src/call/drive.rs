@@ -1,6 +1,7 @@
 //! The one driver of a call, for sync and async tools alike: reserve, decide, reconcile
 //! an abandoned reservation, run the body, settle. Sync tools run it over a store whose
-//! futures are always ready (see [`Blocking`]), so every branch is written once.
+//! futures are always ready (see [`Blocking`](super::blocking::Blocking)), so every branch
+//! is written once.
 //!
 //! The driver reaches the store through [`Driven`] rather than [`AsyncStore`](crate::store::AsyncStore), whose boxed
 //! futures would cost a sync tool an allocation per store operation for nothing.
@@ -17,7 +18,7 @@ use crate::scope::Scoped;
 use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
 
 use super::decide::{Answer, Step, decide, store_failed, unknown, unreadable};
-pub(crate) use super::driven::{Async, Driven, ready_now, with_blocking};
+use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
 use super::{Call, Tool};

@@ -8,7 +8,7 @@ use crate::key::Key;
 use crate::store::{AsyncStore, Completion, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 use super::Tool;
-pub(crate) use super::hold::{Blocking, with_blocking};
+use super::blocking::Blocking;
 use super::renewer::Registration;
 
 /// The store operations the driver awaits, with futures of each store's own type.

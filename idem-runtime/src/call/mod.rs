@@ -4,6 +4,7 @@
 //! [`drive`](drive::drive) makes every decision once; the entry points here only differ in
 //! how they reach the store and whether the caller waits.
 
+mod blocking;
 pub(crate) mod cancel;
 mod decide;
 mod drive;
@@ -27,11 +28,13 @@ use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
+use blocking::with_blocking;
 pub use cancel::cancel_requested;
 #[cfg(feature = "rmcp")]
 pub(crate) use decide::{retry_after, unknown as unknown_outcome, unreadable};
 pub(crate) use decide::{running, store_failed};
-use drive::{Async, drive, ready_now, with_blocking};
+use drive::drive;
+use driven::{Async, ready_now};
 pub use hold::progress;
 pub use hooks::{
     Abandoned, AsyncAnswer, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Reconciled, Release, SyncAnswer,

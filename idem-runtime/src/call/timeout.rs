@@ -8,7 +8,8 @@ use crate::store::AsyncStore;
 use super::Call;
 #[cfg(feature = "tokio")]
 use {
-    super::drive::{Async, drive},
+    super::drive::drive,
+    super::driven::Async,
     super::hooks::{ErrorPolicy, Reconcile},
     crate::error::{Error, ErrorCode},
     crate::key::Key,
