@@ -5,7 +5,8 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::call::{Tool, store_failed};
+use crate::call::Tool;
+use crate::call::answers::{running, store_failed};
 use crate::error::{Error, ErrorCode};
 use crate::key::{Key, KeyPart, build_key};
 use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError};
@@ -139,7 +140,7 @@ fn status_of<T: DeserializeOwned>(
     };
     Ok(match record.state {
         RecordState::InProgress { lease_expired: false, lease_until_ms, progress } => {
-            let running = crate::call::running(tool, record.created_at_ms, lease_until_ms, progress);
+            let running = running(tool, record.created_at_ms, lease_until_ms, progress);
             let retry_after_ms = u64::try_from(running.retry_after.as_millis()).unwrap_or(u64::MAX);
             Status::InProgress {
                 since_ms: record.created_at_ms,

@@ -17,7 +17,8 @@ use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
 use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
 
-use super::decide::{Answer, Step, decide, store_failed, unknown, unreadable};
+use super::answers::{store_failed, unknown, unreadable};
+use super::decide::{Answer, Step, decide};
 use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};

@@ -4,6 +4,7 @@
 //! [`drive`](drive::drive) makes every decision once; the entry points here only differ in
 //! how they reach the store and whether the caller waits.
 
+pub(crate) mod answers;
 mod blocking;
 pub(crate) mod cancel;
 mod decide;
@@ -30,9 +31,6 @@ use crate::store::{AsyncStore, Store};
 
 use blocking::with_blocking;
 pub use cancel::cancel_requested;
-#[cfg(feature = "rmcp")]
-pub(crate) use decide::{retry_after, unknown as unknown_outcome, unreadable};
-pub(crate) use decide::{running, store_failed};
 use drive::drive;
 use driven::{Async, ready_now};
 pub use hold::progress;
@@ -44,8 +42,6 @@ pub use namespace::Claim;
 pub(crate) use namespace::claim;
 pub use serving::Serving;
 pub use timeout::run_async_timeout;
-#[cfg(feature = "rmcp")]
-pub(crate) use timeout::timed_out;
 
 /// What the macro knows about one tool at compile time.
 #[doc(hidden)]

@@ -64,6 +64,26 @@ pub(crate) static SENSOR: Tool = Tool {
     claim: super::Claim::new(),
 };
 
+/// The tool the answers' unit tests name: `send_invoice`, keyed `invoice:<customer>`,
+/// comparing amount and currency.
+pub(crate) static SEND_INVOICE: Tool = Tool {
+    name: "send_invoice",
+    namespace: "test::send_invoice",
+    namespace_given: false,
+    site: "src/lib.rs:1:1",
+    template: &[Segment::Literal("invoice:"), Segment::Field("customer", FieldMode { normalize: true, hash: false })],
+    compare: &["amount", "currency"],
+    compare_written: &["amount", "currency"],
+    status_fn: "send_invoice_status",
+    lease: std::time::Duration::from_secs(60),
+    max_hold: std::time::Duration::from_secs(3600),
+    retain: std::time::Duration::from_secs(60),
+    serving: None,
+    timeout: None,
+    instruments: crate::__idem_instruments!("send_invoice"),
+    claim: super::Claim::new(),
+};
+
 #[test]
 fn a_result_that_does_not_read_back_is_an_error_event_naming_tool_and_key() {
     let events = Events::default();

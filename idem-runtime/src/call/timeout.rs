@@ -8,11 +8,11 @@ use crate::store::AsyncStore;
 use super::Call;
 #[cfg(feature = "tokio")]
 use {
+    super::answers::timed_out,
     super::drive::drive,
     super::driven::Async,
     super::hooks::{ErrorPolicy, Reconcile},
     crate::error::{Error, ErrorCode},
-    crate::key::Key,
     crate::observe::{Failure, Happened, Outcome, Phase, notify, observed},
     std::future::Future,
     std::sync::Arc,
@@ -91,22 +91,6 @@ where
             O::from_error(timed_out(tool, key.as_ref(), timeout))
         }
     }
-}
-
-#[cfg(feature = "tokio")]
-pub(crate) fn timed_out(tool: &super::Tool, key: Option<&Key>, after: std::time::Duration) -> Error {
-    let key = key.map_or_else(String::new, |key| format!(" for {key}"));
-    let retry_after = super::decide::retry_after(after, tool.lease, None);
-    let wait = super::decide::wait_text(retry_after);
-    Error::new(
-        ErrorCode::Timeout,
-        format!(
-            "{}: no answer within {after:?}; the call{key} goes on and its outcome is recorded when it finishes",
-            tool.name
-        ),
-    )
-    .with_suggestion(format!("do not call {} again; call {} in {wait} to learn the outcome", tool.name, tool.status_fn))
-    .with_running(crate::error::Running { retry_after, since_ms: None, progress: None })
 }
 
 /// Without the `tokio` feature a timeout has no runtime to go on in.

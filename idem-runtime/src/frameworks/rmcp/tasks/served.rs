@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 use super::records::{self, Run};
 use super::state::{kept, millis};
-use crate::call::{Serving, Tool};
+use crate::call::{Serving, Tool, answers};
 use crate::error::Running;
 use crate::key::Key;
 use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, rfc3339};
@@ -146,16 +146,12 @@ impl Serving for Tasks {
                 return;
             };
             let running = Running {
-                retry_after: crate::call::retry_after(timeout, tool.lease, None),
+                retry_after: answers::retry_after(timeout, tool.lease, None),
                 since_ms: None,
                 progress: None,
             };
             let timed_out = || {
-                CallToolResponse::Complete(super::super::error_result(&crate::call::timed_out(
-                    tool,
-                    Some(key),
-                    timeout,
-                )))
+                CallToolResponse::Complete(super::super::error_result(&answers::timed_out(tool, Some(key), timeout)))
             };
             let answer = match served.offered.then(|| started_task(tool, key, token, store)) {
                 Some(made) => match made.await {

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::records::{self, Run, cancel_key, end_key};
-use crate::call::Tool;
+use crate::call::{Tool, answers};
 use crate::error::Error;
 use crate::key::Key;
 use crate::output::{ToolOutput, replay_value};
@@ -68,13 +68,13 @@ where
     let updated_ms = record.updated_at_ms;
     match record.state {
         RecordState::InProgress { lease_expired: false, lease_until_ms, progress } => {
-            let running = crate::call::running(tool, record.created_at_ms, lease_until_ms, progress);
+            let running = answers::running(tool, record.created_at_ms, lease_until_ms, progress);
             let mut working = task(TaskStatus::Working, updated_ms).with_poll_interval_ms(millis(running.retry_after));
             working.status_message = running.progress;
             Ok(DetailedTask::new(working, TaskPayload::Working))
         }
         RecordState::InProgress { lease_expired: true, .. } => {
-            let error = crate::call::unknown_outcome(tool, &Key::stored(&run.key));
+            let error = answers::unknown(tool, &Key::stored(&run.key));
             let data = error.to_json();
             let error = ErrorData::internal_error(error.message().to_owned(), Some(data));
             freeze(tool, store, (id, run), failed(task(TaskStatus::Failed, updated_ms), &error)).await
@@ -85,7 +85,7 @@ where
                 done.ttl_ms = Some(u64::try_from(until - record.created_at_ms).unwrap_or(0));
             }
             let value = replay_value::<O::Value>(&result)
-                .map_err(|e| rpc_error(&crate::call::unreadable(tool, &Key::stored(&run.key), "result", &e)))?;
+                .map_err(|e| rpc_error(&answers::unreadable(tool, &Key::stored(&run.key), "result", &e)))?;
             Ok(match O::from_value(value).into_call_tool_result() {
                 Ok(CallToolResponse::Complete(result)) => {
                     DetailedTask::new(done, TaskPayload::Completed { result: object(&result) })
@@ -132,7 +132,7 @@ fn failed(task: Task, error: &ErrorData) -> DetailedTask {
 /// A store that cannot be read: a JSON-RPC error, not a failed task; asking again later may
 /// answer.
 pub(super) fn store_error(tool: &Tool, key: &str, error: &StoreError) -> ErrorData {
-    let (_, error) = crate::call::store_failed(tool, &Key::stored(key), error);
+    let (_, error) = answers::store_failed(tool, &Key::stored(key), error);
     rpc_error(&error)
 }
 
