@@ -1,5 +1,5 @@
 //! Cooperative cancellation: a request to stop a running call (MCP's `tasks/cancel`) that
-//! its body sees through [`cancel_requested`]. The requests this process knows of: those
+//! its body sees through [`cancel_requested`](super::cancel_requested). The requests this process knows of: those
 //! it received, and those a front end found in the store (see `Serving::renewed`). A
 //! request never releases the key: the body decides what stopping means (return an error,
 //! which releases the key under the default `on_error`, or finish what it started).
@@ -13,11 +13,11 @@ static REQUESTED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 /// How many entries [`REQUESTED`] holds, read without the lock: a call that starts while
 /// nobody asked anything to stop pays one atomic load.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
 const REMEMBERED: usize = 1024;
 
-/// Asks the call recorded under `namespace` and `key` to stop, if it runs in this process.
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+/// Asks the call recorded under `namespace` and `key` to stop, if it runs in this process:
+/// for a request a front end received, or one it found in the store (see
+/// `Serving::renewed`, whose answer the driver passes on here).
 pub(crate) fn request(namespace: &str, key: &str) {
     let mut requested = REQUESTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !requested.iter().any(|(n, k)| n == namespace && k == key) {
@@ -45,17 +45,6 @@ pub(crate) fn forget(namespace: &str, key: &str) {
     let mut requested = REQUESTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     requested.retain(|(n, k)| !(n == namespace && k == key));
     PENDING.store(requested.len(), Ordering::Release);
-}
-
-/// Whether the running body was asked to stop, e.g. by an MCP client's `tasks/cancel` for
-/// its task: a long body checks it between steps and stops as it sees fit. Stopping is the
-/// body's decision; nothing is interrupted and the key is never released for it. A body
-/// that returns an error releases its key (unless `on_error = keep`), and the task then
-/// reads `cancelled`; a body that finishes anyway completes it. A `tasks/cancel` that
-/// another worker sharing the store received is seen from the body's next lease renewal
-/// on (every third of its lease). `false` outside an idempotent tool's body.
-pub fn cancel_requested() -> bool {
-    super::hold::current_call().is_some_and(|(namespace, key)| is_requested(namespace, key.as_str()))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::decide::{Answer, Step, decide};
 use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
+use super::serving::front_end;
 use super::{Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
@@ -91,7 +92,7 @@ where
     };
     // The reservation's time includes a take-over and the reconcile hook.
     watch.reserved();
-    if let (Some(serving), Some(store)) = (tool.serving, store.as_async()) {
+    if let Some((serving, store)) = front_end(tool, store) {
         serving.body_started(tool, &key, token, started, store).await;
     }
     watch.holds(token.0);
@@ -133,9 +134,9 @@ where
 /// Tells the tool's front end that the call found its action running, so that it may
 /// answer for it (an MCP task) instead of IN_PROGRESS.
 async fn found_running<S: Driven>(tool: &'static Tool, key: &Key, outcome: Outcome, answer: &Answer, store: &S) {
-    if let (Outcome::InProgress, Some(serving), Answer::Error(error), Some(store)) =
-        (outcome, tool.serving, answer, store.as_async())
+    if let (Outcome::InProgress, Answer::Error(error)) = (outcome, answer)
         && let Some(running) = error.running()
+        && let Some((serving, store)) = front_end(tool, store)
     {
         serving.found_running(tool, key, running, store).await;
     }

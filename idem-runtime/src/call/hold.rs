@@ -1,5 +1,6 @@
 //! Holding a reservation while the body runs: the body polled beside its renewals, what
-//! the body sees of its call, and [`progress`] for the body to say how far it got.
+//! the body sees of its call: [`progress`] to say how far it got, and
+//! [`cancel_requested`] to learn whether it was asked to stop.
 
 use std::future::{Future, poll_fn};
 use std::pin::pin;
@@ -34,8 +35,9 @@ where
         let result = store.renew(Renew { id, token, lease: tool.lease, progress: progress.as_deref() }).await;
         if result.is_ok()
             && let (Some(serving), Some(store)) = (tool.serving, store.as_async())
+            && serving.renewed(tool, key, token, store).await
         {
-            serving.renewed(tool, key, token, store).await;
+            super::cancel::request(tool.namespace, key.as_str());
         }
         (result, progress)
     };
@@ -80,16 +82,32 @@ impl Scope for Current {
     }
 }
 
+/// Whether a tool's body runs here (a call made now is made inside it).
+pub(super) fn in_body() -> bool {
+    CURRENT.with(|current| current.borrow().key.is_some())
+}
+
 pub(super) fn current_key() -> Option<Key> {
     CURRENT.with(|current| current.borrow().key.clone())
 }
 
 /// The namespace and key of the call whose body runs here.
-pub(super) fn current_call() -> Option<(&'static str, Key)> {
+fn current_call() -> Option<(&'static str, Key)> {
     CURRENT.with(|current| {
         let current = current.borrow();
         current.key.clone().map(|key| (current.namespace, key))
     })
+}
+
+/// Whether the running body was asked to stop, e.g. by an MCP client's `tasks/cancel` for
+/// its task: a long body checks it between steps and stops as it sees fit. Stopping is the
+/// body's decision; nothing is interrupted and the key is never released for it. A body
+/// that returns an error releases its key (unless `on_error = keep`), and the task then
+/// reads `cancelled`; a body that finishes anyway completes it. A `tasks/cancel` that
+/// another worker sharing the store received is seen from the body's next lease renewal
+/// on (every third of its lease). `false` outside an idempotent tool's body.
+pub fn cancel_requested() -> bool {
+    current_call().is_some_and(|(namespace, key)| super::cancel::is_requested(namespace, key.as_str()))
 }
 
 /// Reports how far the running body got, e.g. `idem::progress("rendering the PDF")`: the

@@ -30,10 +30,9 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
 use blocking::with_blocking;
-pub use cancel::cancel_requested;
 use drive::drive;
 use driven::{Async, ready_now};
-pub use hold::progress;
+pub use hold::{cancel_requested, progress};
 pub use hooks::{
     Abandoned, AsyncAnswer, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Reconciled, Release, SyncAnswer,
     keep, reconcile_async, reconcile_sync,
@@ -183,11 +182,4 @@ where
 /// keys with [`Key::step`]. `None` outside a body.
 pub fn current_key() -> Option<Key> {
     hold::current_key()
-}
-
-/// Whether an idempotent tool's body runs here: a call made inside one never answers for
-/// the outer call with a task.
-#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
-pub(crate) fn in_body() -> bool {
-    hold::current_call().is_some()
 }

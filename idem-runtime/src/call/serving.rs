@@ -1,7 +1,8 @@
 //! The seam between the driver and a front end that serves calls over a protocol (rmcp's
-//! MCP Tasks): what the driver tells it, at the two moments a served call may answer with
-//! something other than the tool's own output. The driver knows no front end by name; a
-//! tool that has one names it in [`Tool::serving`](super::Tool::serving).
+//! MCP Tasks): what the driver tells it, at the moments a served call may answer with
+//! something other than the tool's own output, or may learn of a request to stop. The
+//! driver knows no front end by name; a tool that has one names it in
+//! [`Tool::serving`](super::Tool::serving).
 
 use std::time::Instant;
 
@@ -10,10 +11,15 @@ use crate::key::Key;
 use crate::store::{AsyncStore, BoxFuture, Token};
 
 use super::Tool;
+use super::driven::Driven;
 
 /// What a front end learns from the driver about a call of one of its tools. Async tools
 /// only: `store` is the call's own store, so the front end can keep what it promises a
 /// client (an MCP task) in the same store as the record it stands for.
+///
+/// A call made inside another tool's body answers that body, never a client: the driver
+/// tells the front end neither [`found_running`](Self::found_running) nor
+/// [`body_started`](Self::body_started) for it.
 #[doc(hidden)]
 pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
     /// The call found `tool`'s action under `key` running, and answers IN_PROGRESS with
@@ -38,13 +44,125 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
     ) -> BoxFuture<'a, ()>;
 
     /// The running call under `key`, held by `token`, renewed its lease (every third of
-    /// it, and soon after its body reports progress): the front end may tell the body, by
-    /// [`cancel::request`](super::cancel), of a request to stop that another worker received.
+    /// it, and soon after its body reports progress). Resolves to whether the call was
+    /// asked to stop by a request the front end found (one another worker received): the
+    /// driver then tells the body, through [`cancel_requested`](super::cancel_requested).
     fn renewed<'a>(
         &'a self,
         tool: &'static Tool,
         key: &'a Key,
         token: Token,
         store: &'a dyn AsyncStore,
-    ) -> BoxFuture<'a, ()>;
+    ) -> BoxFuture<'a, bool>;
+}
+
+/// The front end that may answer for this call instead of its tool, with the store to
+/// keep what it promises in: `tool`'s, for an async call made outside any tool's body.
+pub(super) fn front_end<'s, S: Driven>(
+    tool: &'static Tool,
+    store: &'s S,
+) -> Option<(&'static dyn Serving, &'s dyn AsyncStore)> {
+    let serving = tool.serving?;
+    let store = store.as_async()?;
+    (!super::hold::in_body()).then_some((serving, store))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::call::driven::ready_now;
+    use crate::call::tests::SENSOR;
+    use crate::call::{Call, NoReconcile, Release, run_async};
+    use crate::key::build_key;
+    use crate::store::{MemoryStore, RecordId, Reserve, Store};
+
+    /// A front end that notes what the driver told it.
+    #[derive(Debug)]
+    struct Told(Mutex<Vec<(&'static str, String)>>);
+
+    impl Told {
+        fn note(&self, what: &'static str, key: &Key) {
+            self.0.lock().unwrap().push((what, key.as_str().to_owned()));
+        }
+    }
+
+    impl Serving for Told {
+        fn found_running<'a>(
+            &'a self,
+            _: &'static Tool,
+            key: &'a Key,
+            _: &'a Running,
+            _: &'a dyn AsyncStore,
+        ) -> BoxFuture<'a, ()> {
+            self.note("found_running", key);
+            Box::pin(std::future::ready(()))
+        }
+        fn body_started<'a>(
+            &'a self,
+            _: &'static Tool,
+            key: &'a Key,
+            _: Token,
+            _: Instant,
+            _: &'a dyn AsyncStore,
+        ) -> BoxFuture<'a, ()> {
+            self.note("body_started", key);
+            Box::pin(std::future::ready(()))
+        }
+        fn renewed<'a>(&'a self, _: &'static Tool, _: &'a Key, _: Token, _: &'a dyn AsyncStore) -> BoxFuture<'a, bool> {
+            Box::pin(std::future::ready(false))
+        }
+    }
+
+    static TOLD: Told = Told(Mutex::new(Vec::new()));
+
+    static SERVED: Tool = Tool {
+        namespace: "serving-tests::served",
+        site: "call/serving.rs",
+        serving: Some(&TOLD),
+        instruments: crate::__idem_instruments!("served"),
+        claim: crate::call::Claim::new(),
+        ..SENSOR
+    };
+
+    /// One call of `SERVED` for `sensor`, to its answer (every step of it is ready at once).
+    fn served(store: &MemoryStore, sensor: &str) -> Result<String, crate::Error> {
+        let call = Call::new(&SERVED, &[&sensor], []);
+        ready_now(std::pin::pin!(run_async(call, store, async { Ok("ran".to_owned()) }, NoReconcile, Release)))
+    }
+
+    #[test]
+    fn the_front_end_hears_of_calls_made_outside_any_body_only() {
+        let store = MemoryStore::new();
+        let running = build_key(SERVED.name, SERVED.template, &[&"busy"]).unwrap();
+        let id = RecordId { namespace: SERVED.namespace, key: running.as_str() };
+        Store::reserve(&store, Reserve { id, request: "{}", lease: Duration::from_secs(60) }).unwrap();
+
+        // Inside another tool's body: the call answers that body, never a client.
+        let outer = Call::new(&SENSOR, &[&"outer"], []);
+        let inner: Result<String, crate::Error> = ready_now(std::pin::pin!(run_async(
+            outer,
+            &store,
+            async {
+                assert_eq!(served(&store, "fresh-inside").unwrap(), "ran");
+                let busy = served(&store, "busy").unwrap_err();
+                assert_eq!(busy.code(), crate::ErrorCode::InProgress);
+                Ok("outer".to_owned())
+            },
+            NoReconcile,
+            Release,
+        )));
+        assert_eq!(inner.unwrap(), "outer");
+        assert_eq!(*TOLD.0.lock().unwrap(), [], "nothing told of calls made inside a body");
+
+        // Outside any body: told that the body started, and that the action runs already.
+        assert_eq!(served(&store, "fresh-outside").unwrap(), "ran");
+        assert_eq!(served(&store, "busy").unwrap_err().code(), crate::ErrorCode::InProgress);
+        assert_eq!(
+            *TOLD.0.lock().unwrap(),
+            [("body_started", "reading:fresh-outside".to_owned()), ("found_running", "reading:busy".to_owned())]
+        );
+    }
 }

@@ -140,9 +140,7 @@ impl Serving for Tasks {
         Box::pin(async move {
             let Some(timeout) = tool.timeout else { return };
             let Some(served) = served_here() else {
-                if !crate::call::in_body() {
-                    warn_unserved(tool);
-                }
+                warn_unserved(tool);
                 return;
             };
             let running = Running {
@@ -174,10 +172,10 @@ impl Serving for Tasks {
         key: &'a Key,
         token: Token,
         store: &'a dyn AsyncStore,
-    ) -> BoxFuture<'a, ()> {
+    ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             if crate::call::cancel::is_requested(tool.namespace, key.as_str()) {
-                return; // known here already
+                return false; // known here already
             }
             // The run's task, if it has one, and whether any worker recorded a cancel for it.
             let asked = async {
@@ -186,22 +184,19 @@ impl Serving for Tasks {
                 records::get(store, &records::cancel_key(&id)).await
             };
             match asked.await {
-                Ok(Some(_)) => crate::call::cancel::request(tool.namespace, key.as_str()),
-                Ok(None) => {}
+                Ok(found) => found.is_some(),
                 Err(error) => {
-                    tracing::debug!(target: "idem", tool = tool.name, %error, "could not read whether the call's task was cancelled")
+                    tracing::debug!(target: "idem", tool = tool.name, %error, "could not read whether the call's task was cancelled");
+                    false
                 }
             }
         })
     }
 }
 
-/// The `tools/call` being served here, unless the driver runs inside another tool's body
-/// (a call made there never answers for the outer call).
+/// The `tools/call` being served here. The driver asks only about a call made outside any
+/// tool's body: a call made inside one never answers for the outer call.
 fn served_here() -> Option<Arc<Served>> {
-    if crate::call::in_body() {
-        return None;
-    }
     CALL.try_with(Arc::clone).ok()
 }
 
