@@ -9,7 +9,6 @@ use super::{
     Admin, Completion, ListQuery, ListedRecord, Record, RecordId, RecordState, Renew, Reservation, Reserve, StateCount,
     Store, StoreError, Token, duration_ms, now_ms,
 };
-use crate::testing::conformance::PlantRecord;
 
 /// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
 /// grow even when a key is released and reserved again, or moved between stores in tests.
@@ -70,8 +69,8 @@ enum State {
     },
     Completed(String),
     Failed(String),
-    /// A state this version does not know, only ever planted by a test through
-    /// [`PlantRecord`]: it reads as corrupt, as it does in the other stores.
+    /// A state this version does not know, only ever planted by a test (see
+    /// [`MemoryStore::plant_record`]): it reads as corrupt, as it does in the other stores.
     Unknown(String),
 }
 
@@ -236,8 +235,10 @@ impl Store for MemoryStore {
 crate::store::async_store_from_sync!(MemoryStore);
 crate::store::inherent_store_ops!(impl[] MemoryStore);
 
-impl PlantRecord for MemoryStore {
-    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+impl MemoryStore {
+    /// Writes a record in `state` as this store keeps it, bypassing every rule of its
+    /// operations: what `testing::conformance::PlantRecord` plants for tests.
+    pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         let mut records = self.lock();
         let keys = records.0.entry(id.namespace.to_owned()).or_default();
         let now = now_ms();
@@ -351,33 +352,4 @@ impl Admin for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::conformance::{check_store, check_unknown_state};
-
-    #[test]
-    fn passes_the_conformance_checks() {
-        check_store(MemoryStore::new);
-        check_unknown_state(&MemoryStore::new());
-        crate::testing::conformance::check_admin(MemoryStore::new);
-    }
-
-    #[test]
-    fn tokens_grow_across_stores() {
-        let id = RecordId { namespace: "memory-test", key: "k" };
-        let reserve = Reserve { id, request: "{}", lease: Duration::from_secs(60) };
-        let token = |store: &MemoryStore| match store.reserve(reserve).unwrap() {
-            Reservation::Acquired { token } => token,
-            other => panic!("expected Acquired, got {other:?}"),
-        };
-        let first = token(&MemoryStore::new());
-        let second = token(&MemoryStore::new());
-        assert!(second > first, "a later store's token {second:?} must exceed {first:?}");
-    }
-
-    #[test]
-    fn is_send_and_sync() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<MemoryStore>();
-    }
-}
+mod tests;

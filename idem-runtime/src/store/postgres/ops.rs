@@ -307,8 +307,10 @@ impl Store for PgStore {
 
 crate::store::inherent_store_ops!(async PgStore);
 
-impl crate::testing::conformance::PlantRecord for PgStore {
-    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+impl PgStore {
+    /// Writes a record in `state` as this store keeps it, bypassing every rule of its
+    /// operations: what `testing::conformance::PlantRecord` plants for tests.
+    pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         let sql = format!(
             "INSERT INTO {}.idem_records (namespace, key, state, request, created_at, updated_at) \
              VALUES ($1, $2, $3, '{{}}', now(), now())",

@@ -8,7 +8,6 @@ use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use super::write::text;
 use super::{SqliteStore, backend, duration_ms, read_record, reissue};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
-use crate::testing::conformance::PlantRecord;
 
 const SET_DONE: &str = concat!(
     "UPDATE idem_records SET state = 'completed', result = ?1, lease_until_ms = NULL, progress = NULL, \
@@ -146,8 +145,10 @@ impl Admin for SqliteStore {
     }
 }
 
-impl PlantRecord for SqliteStore {
-    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+impl SqliteStore {
+    /// Writes a record in `state` as this store keeps it, bypassing every rule of its
+    /// operations: what `testing::conformance::PlantRecord` plants for tests.
+    pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         self.with_write("plant", |conn| {
             conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend)
         })

@@ -5,7 +5,7 @@
 //! would run the action again).
 
 use super::{LONG, acquire, id, read, reserve_request};
-use crate::store::{Completion, RecordId, Store, StoreError, Token};
+use crate::store::{Completion, MemoryStore, RecordId, SqliteStore, Store, StoreError, Token};
 
 /// A store that can be given a record it did not write, so that [`check_unknown_state`]
 /// (and tests of your tools) can check how it answers one.
@@ -34,6 +34,27 @@ pub trait PlantRecord {
 impl<S: PlantRecord + ?Sized> PlantRecord for &S {
     fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         (**self).plant_state(id, state)
+    }
+}
+
+// The bundled stores' impls live here, with the suite, not with the stores: each store
+// only offers its raw write (`plant_record`), and production code never names this trait.
+impl PlantRecord for MemoryStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        self.plant_record(id, state)
+    }
+}
+
+impl PlantRecord for SqliteStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        self.plant_record(id, state)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl PlantRecord for crate::store::PgStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        self.plant_record(id, state)
     }
 }
 
