@@ -134,7 +134,7 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let status_json = status_json_fn(plan, item, &tool, &ret, &store);
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
     let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
-    let unscoped_warning = crate::scope::unscoped_warning(plan, item);
+    let unscoped_warning = crate::scope::unscoped_warning(plan.unscoped_identity.as_ref(), &item.sig.ident);
     quote! {
         #(#attrs)*
         #vis #sig {

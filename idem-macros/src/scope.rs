@@ -1,6 +1,9 @@
 //! `scope = expr` and `unscoped`: checks that a scope comes from the caller, never from
 //! the model, and the warning for a tool that takes the caller's identity but shares its
 //! records across callers.
+//!
+//! Validation runs the checks and expansion emits the warning; this file uses neither, so
+//! the order stays parse, then validate, then expand.
 
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
@@ -12,7 +15,6 @@ use crate::errors::Errors;
 use crate::frameworks::{self, Framework};
 use crate::params::{self, Binding};
 use crate::reads;
-use crate::validate::Plan;
 
 /// The arguments the `scope` expression reads (the roots of its paths: `principal.tenant`
 /// reads `principal`). A scope must come from the caller's authenticated context, never
@@ -75,11 +77,10 @@ pub fn unscoped_identity(
 }
 
 /// A warning (stable Rust has no other way for a macro to warn: the use of a deprecated
-/// item, spanned at the extractor) for a tool that takes the caller's identity but shares
-/// its records across callers.
-pub fn unscoped_warning(plan: &Plan, item: &ItemFn) -> TokenStream {
-    let Some((span, ty)) = &plan.unscoped_identity else { return TokenStream::new() };
-    let name = &item.sig.ident;
+/// item, spanned at the extractor) for tool `name`, which takes the caller's identity but
+/// shares its records across callers: `identity` is what [`unscoped_identity`] found.
+pub fn unscoped_warning(identity: Option<&(Span, String)>, name: &Ident) -> TokenStream {
+    let Some((span, ty)) = identity else { return TokenStream::new() };
     let note = format!(
         "`{name}` takes `{}`, the caller's identity, but its idempotency records are shared by every caller: \
          one caller's repeat replays another's result. Scope them with `scope = <the caller's id>` in \
