@@ -35,15 +35,23 @@ pub(crate) fn in_scope<S: Scope, R>(scope: &mut S, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// A future polled with `scope` installed.
-pub(crate) struct Scoped<F, S> {
-    inner: F,
-    pub(crate) scope: S,
+pin_project_lite::pin_project! {
+    /// A future polled with `scope` installed.
+    pub(crate) struct Scoped<F, S> {
+        #[pin]
+        inner: F,
+        scope: S,
+    }
 }
 
 impl<F, S> Scoped<F, S> {
     pub(crate) fn new(inner: F, scope: S) -> Self {
         Scoped { inner, scope }
+    }
+
+    /// The scope's state, once the future is pinned (e.g. what it gathered while polled).
+    pub(crate) fn scope_mut(self: Pin<&mut Self>) -> &mut S {
+        self.project().scope
     }
 }
 
@@ -51,12 +59,9 @@ impl<F: Future, S: Scope> Future for Scoped<F, S> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: `inner` is structurally pinned: it is never moved out of `self` while
-        // pinned, and `Scoped` has no Drop impl or Unpin impl that could move it. `scope`
-        // is not pinned and is only used through `&mut`.
-        let this = unsafe { self.get_unchecked_mut() };
-        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        in_scope(&mut this.scope, || inner.poll(cx))
+        let this = self.project();
+        let inner = this.inner;
+        in_scope(this.scope, || inner.poll(cx))
     }
 }
 

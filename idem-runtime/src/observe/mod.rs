@@ -213,20 +213,21 @@ pub fn observe_async<F: Future>(future: F) -> ObserveFuture<F> {
     ObserveFuture { scoped: Scoped::new(future, Collect(Vec::new())) }
 }
 
-/// The future [`observe_async`] returns.
-pub struct ObserveFuture<F> {
-    scoped: Scoped<F, Collect>,
+pin_project_lite::pin_project! {
+    /// The future [`observe_async`] returns.
+    pub struct ObserveFuture<F> {
+        #[pin]
+        scoped: Scoped<F, Collect>,
+    }
 }
 
 impl<F: Future> Future for ObserveFuture<F> {
     type Output = (F::Output, Vec<Observation>);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: `scoped` is structurally pinned and never moved; only the observations
-        // (not pinned) are taken out of it.
-        let this = unsafe { self.get_unchecked_mut() };
-        let output = std::task::ready!(unsafe { Pin::new_unchecked(&mut this.scoped) }.poll(cx));
-        Poll::Ready((output, std::mem::take(&mut this.scoped.scope.0)))
+        let mut scoped = self.project().scoped;
+        let output = std::task::ready!(scoped.as_mut().poll(cx));
+        Poll::Ready((output, std::mem::take(&mut scoped.scope_mut().0)))
     }
 }
 
