@@ -24,8 +24,10 @@ use crate::store::StoreError;
 
 use super::Tool;
 use schedule::Schedule;
-pub(crate) use sync_calls::{RenewNow, deregister_sync, register_sync};
+pub(crate) use sync_calls::{Registered, RenewNow, Step, reached, register_sync};
 use sync_calls::{ThreadCalls, progress_sync};
+#[cfg(test)]
+pub(crate) use sync_calls::{listed_here, panic_at};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves its data consistent before anything can panic.
@@ -92,32 +94,6 @@ pub(crate) enum Registration<'b> {
         slot: Arc<Slot>,
         index: usize,
     },
-}
-
-/// A `with_blocking` scope's note of the call it registered, which whichever of the scope
-/// and the [`Registration`] ends first takes off the list. Only the call's own thread
-/// touches it (an atomic so that async drivers, which hold the same `Registration` type,
-/// stay `Send`; plain loads and stores, no read-modify-write).
-pub(crate) struct Registered(AtomicU64);
-
-impl Registered {
-    const NONE: u64 = u64::MAX;
-
-    pub(crate) fn new() -> Registered {
-        Registered(AtomicU64::new(Self::NONE))
-    }
-
-    pub(crate) fn set(&self, id: u64) {
-        self.0.store(id, Ordering::Relaxed);
-    }
-
-    pub(crate) fn end(&self) {
-        let id = self.0.load(Ordering::Relaxed);
-        if id != Self::NONE {
-            self.0.store(Self::NONE, Ordering::Relaxed);
-            deregister_sync(id);
-        }
-    }
 }
 
 /// Which call [`progress`](super::progress) reports for.
@@ -330,19 +306,22 @@ mod measure {
         }
         static TOOL: &crate::call::Tool = &crate::call::tests::SENSOR;
         let key = crate::key::build_key("t", TOOL.template, &[&"acme"]).unwrap();
-        let target: *const (dyn super::RenewNow + 'static) = &Nothing;
         let n = 1_000_000;
         let started = std::time::Instant::now();
         for _ in 0..n {
-            let id = super::register_sync(TOOL, key.clone(), std::time::Instant::now(), target);
-            super::deregister_sync(id);
+            let registered = super::Registered::new();
+            // SAFETY: `Nothing` is a unit value that outlives `registered`, ended just below.
+            unsafe { super::register_sync(TOOL, key.clone(), std::time::Instant::now(), &Nothing, &registered) };
+            registered.end();
         }
         eprintln!("register + deregister: {:?}", started.elapsed() / n);
         let now = std::time::Instant::now();
         let started = std::time::Instant::now();
         for _ in 0..n {
-            let id = super::register_sync(TOOL, key.clone(), now, target);
-            super::deregister_sync(id);
+            let registered = super::Registered::new();
+            // SAFETY: `Nothing` is a unit value that outlives `registered`, ended just below.
+            unsafe { super::register_sync(TOOL, key.clone(), now, &Nothing, &registered) };
+            registered.end();
         }
         eprintln!("without the clock: {:?}", started.elapsed() / n);
         let started = std::time::Instant::now();
