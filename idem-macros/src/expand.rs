@@ -1,6 +1,7 @@
 //! Expansion: the tool keeps its signature; its body is wrapped in one runtime call; a
-//! read-only `<tool>_status` sibling and a `<tool>_record_id` sibling are added. Paths
-//! start at `::idem`, or at what `crate = "..."` names.
+//! read-only `<tool>_status` sibling and a `<tool>_record_id` sibling are added (each in a
+//! file of its own below, with its Input / Output). Paths start at `::idem`, or at what
+//! `crate = "..."` names.
 //!
 //! Input:
 //!
@@ -30,69 +31,30 @@
 //!     );
 //!     ::idem::__private::run_async(call, &::idem::__private::DefaultStore, async move { BODY }).await
 //! }
-//!
-//! /// Read-only status of `send_invoice` ...
-//! pub async fn send_invoice_status(customer: String, period: String)
-//!     -> ::core::result::Result<::idem::Status<::idem::__private::ValueOf<Result<Invoice, ToolError>>>, ::idem::Error>
-//! {
-//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let read = ::idem::__private::status_async(&__IDEM_TOOL, &::idem::__private::DefaultStore,
-//!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)]);
-//!     read.await
-//! }
-//!
-//! /// The namespace and key of `send_invoice`'s record ...
-//! pub fn send_invoice_record_id(customer: String, period: String)
-//!     -> ::core::result::Result<::idem::store::OwnedRecordId, ::idem::Error>
-//! {
-//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     ::idem::__private::record_id(&__IDEM_TOOL, &[::idem::__private::key_part(&customer), ...])
-//! }
 //! ```
 //!
 //! Frameworks (see `frameworks.rs`): an rmcp `#[tool(...)]` below the attribute is re-emitted
 //! as `#[tool(description = "<the doc comment as paragraphs>", ..., annotations(...,
-//! idempotent_hint = true))]` (the description only when it has none). When the key's fields
-//! all come from the rmcp tool's `Parameters<T>` argument, a hidden sibling serves the
-//! status tool of `#[idem::status_tools]` from the call's JSON arguments:
-//!
-//! ```text
-//! #[doc(hidden)]
-//! async fn __idem_send_invoice_status_json(&self, __idem_args: ::idem::__private::StatusInput)
-//!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
-//! {
-//!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args);
-//!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
-//!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
-//!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
-//!         return Err(__idem_args.into_error()); // INVALID_KEY, naming the fields
-//!     };
-//!     let read = ::idem::__private::status_async(&__IDEM_TOOL, &(self.store),
-//!         &[::idem::__private::key_part(&__idem_field0), ::idem::__private::key_part(&__idem_field1)]);
-//!     read.await
-//! }
-//! ```
-//!
-//! A rig `#[rig_tool(...)]` gets the same description and stays on the tool, and the status
-//! function gets one too, returning the tool's own error type:
-//!
-//! ```text
-//! /// Read-only status of `send_invoice` ...
-//! #[rig_tool(params(customer = "..."))]
-//! pub async fn send_invoice_status(customer: String, period: String)
-//!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::__private::ErrorOf<R>>
-//! { ...; ::core::result::Result::map_err(read.await, ::core::convert::Into::into) }
-//! ```
+//! idempotent_hint = true))]` (the description only when it has none). The siblings an rmcp
+//! or rig tool gets besides are in `status.rs` and `task.rs`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{FnArg, ItemFn, Pat, ReturnType, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::frameworks::{self, Framework};
 use crate::template::Piece;
 use crate::validate::Plan;
+
+mod record_id;
+mod status;
+mod task;
+
+use record_id::record_id_fn;
+pub use status::status_json_name;
+use status::{status_fn, status_json_fn};
+use task::task_state_fn;
 
 pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let krate = &plan.krate;
@@ -154,80 +116,6 @@ pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #task_state
     }
 }
-
-/// `__idem_<tool>_task` (async rmcp tools): `tasks/get`, `tasks/cancel` or `tasks/update`
-/// for a task of this tool's, `None` for another's. `#[idem::status_tools]` asks each tool
-/// in turn. A scoped tool's task is the caller's only: the parameters the scope reads are
-/// extracted from the task request's own context, as rmcp extracts them for a call (an
-/// `Authenticated<T>` or `Extension<T>`), and the scope is computed as the tool computes it.
-fn task_state_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, store: &TokenStream) -> TokenStream {
-    let krate = &plan.krate;
-    let tasks = quote!(#krate::__private::rmcp::tasks);
-    let sig = &item.sig;
-    let name = format_ident!("__idem_{}_task", sig.ident);
-    let (task, ask, context, caller) = (
-        Ident::new("__idem_task", Span::mixed_site()),
-        Ident::new("__idem_ask", Span::mixed_site()),
-        Ident::new("__idem_context", Span::mixed_site()),
-        Ident::new("__idem_caller", Span::mixed_site()),
-    );
-    let receiver = sig.receiver().map(|receiver| {
-        let mut receiver = receiver.clone();
-        receiver.attrs.clear();
-        quote!(#receiver,)
-    });
-    let caller_is = match &plan.scope {
-        None => quote!(#tasks::Caller::Anyone),
-        Some(scope) => {
-            let service = if sig.receiver().is_some() { quote!(self) } else { quote!(&()) };
-            let tool_name = sig.ident.to_string();
-            let parts = Ident::new("__idem_parts", Span::mixed_site());
-            let label = syn::Lifetime::new("'__idem_caller", Span::mixed_site());
-            let extracted = plan.scope_inputs.iter().filter_map(|&i| match &sig.inputs[i] {
-                FnArg::Typed(typed) => {
-                    let (pat, ty) = (&typed.pat, &typed.ty);
-                    Some(quote! {
-                        let #pat = match <#ty as ::rmcp::handler::server::common::FromContextPart<_>>::from_context_part(&mut #parts) {
-                            ::core::result::Result::Ok(extracted) => extracted,
-                            ::core::result::Result::Err(_) => break #label #tasks::Caller::Unidentified,
-                        };
-                    })
-                }
-                FnArg::Receiver(_) => None,
-            });
-            quote! {
-                #label: {
-                    let mut #parts = ::rmcp::handler::server::tool::ToolCallContext::new(
-                        #service,
-                        ::rmcp::model::CallToolRequestParams::new(#tool_name),
-                        #context.clone(),
-                    );
-                    #(#extracted)*
-                    #tasks::Caller::scoped(&(#scope))
-                }
-            }
-        }
-    };
-    let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
-    quote! {
-        #[doc(hidden)]
-        #[allow(clippy::type_complexity, unused_variables, unused_mut)]
-        async fn #name #generics (
-            #receiver
-            #task: &str,
-            #ask: #tasks::Ask,
-            #context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> #tasks::ToolAnswer
-            #where_clause
-        {
-            #tool
-            let #caller = #caller_is;
-            #tasks::ask::<#ret, _>(&__IDEM_TOOL, #store, (#task, #caller), #ask).await
-        }
-    }
-}
-
-use syn::Ident;
 
 /// The reconcile hook: the user's expression, wrapped where its closure argument's type is
 /// inferred and where a hook that does not fit the tool is reported, or none.
@@ -389,217 +277,6 @@ fn return_type(item: &ItemFn) -> Type {
         ReturnType::Type(_, ty) => (**ty).clone(),
         ReturnType::Default => syn::parse_quote_spanned!(item.sig.ident.span()=> ()),
     }
-}
-
-/// `<tool>_status`: the tool's receiver and the parameters the key uses, nothing else.
-fn status_fn(
-    plan: &Plan,
-    item: &ItemFn,
-    tool: &TokenStream,
-    ret: &Type,
-    store: &TokenStream,
-    key_parts: &[TokenStream],
-) -> TokenStream {
-    let krate = &plan.krate;
-    let sig = &item.sig;
-    let name = format_ident!("{}_status", sig.ident);
-    let tool_name = sig.ident.to_string();
-    let doc = format!(
-        " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-         (with its result), failed, or unknown (a call was abandoned). Never reserves or runs anything; \
-         call it when a call's outcome is unknown, e.g. after a timeout."
-    );
-    // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
-    let keep_docs = frameworks::detect(&item.attrs) == Framework::Rig;
-    let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
-        FnArg::Receiver(_) => Some(strip_attrs(input, false)),
-        FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input, keep_docs)),
-        FnArg::Typed(_) => None,
-    });
-    let (asyncness, read, awaited) = if sig.asyncness.is_some() {
-        (quote!(async), quote!(#krate::__private::status_async), quote!(.await))
-    } else {
-        (quote!(), quote!(#krate::__private::status_sync), quote!())
-    };
-    let read_var = Ident::new("__idem_read", Span::mixed_site());
-    // A rig tool's status function is a rig tool too: `#[rig_tool]` on it, and the tool's own
-    // error type (rig shows the model only `ToolExecutionError`s).
-    let rig_tool = item.attrs.iter().find(|attr| frameworks::is_attr(attr, "rig_tool"));
-    let rig = frameworks::detect(&item.attrs) == Framework::Rig;
-    let at_ret = krate_at(plan, ret.span());
-    let (value_of, answer) = match rig_tool.filter(|_| rig) {
-        Some(rig_tool) => (
-            quote_spanned!(ret.span()=> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::__private::ErrorOf<#ret>>),
-            frameworks::rig_status_attr(rig_tool, &kept_names(plan, sig)),
-        ),
-        _ => (
-            quote_spanned!(ret.span()=> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::Error>),
-            quote!(),
-        ),
-    };
-    let read_result = if answer.is_empty() {
-        quote!(#read_var #awaited)
-    } else {
-        quote!(::core::result::Result::map_err(#read_var #awaited, ::core::convert::Into::into))
-    };
-    let vis = &item.vis;
-    let generics = &sig.generics;
-    let where_clause = &sig.generics.where_clause;
-    quote! {
-        #[doc = #doc]
-        #answer
-        #[allow(unused_variables, clippy::unused_async, clippy::type_complexity)]
-        #vis #asyncness fn #name #generics (#(#inputs),*)
-            -> #value_of
-            #where_clause
-        {
-            #tool
-            // A statement of its own: the key parts are borrowed only while the key is built,
-            // never across the read's await.
-            let #read_var = #read(&__IDEM_TOOL, #store, &[#(#key_parts),*]);
-            #read_result
-        }
-    }
-}
-
-/// `__idem_<tool>_status_json`, for the status tool `#[idem::status_tools]` adds to an
-/// rmcp tool whose key comes from its JSON arguments (`plan.params_key`): the status read
-/// from a status tool call's arguments. It reads each key field by its JSON name as the
-/// type the request gives it (inferred from a closure that reads the field, never named),
-/// builds the key parts from them as the tool builds them, and reads with the same
-/// `__IDEM_TOOL` and store expression, so the key is exactly the tool's. It takes the
-/// receiver and what the `store` expression uses. Nothing for other tools.
-fn status_json_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, ret: &Type, store: &TokenStream) -> TokenStream {
-    let Some(key) = plan.params_key.as_ref().filter(|_| frameworks::detect(&item.attrs) == Framework::Rmcp) else {
-        return TokenStream::new();
-    };
-    let krate = &plan.krate;
-    let sig = &item.sig;
-    let name = status_json_name(&sig.ident);
-    let args = Ident::new("__idem_args", Span::mixed_site());
-    let FnArg::Typed(request) = &sig.inputs[key.arg] else { unreachable!("the key's argument is typed") };
-    let request_ty = &request.ty;
-    let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
-        FnArg::Receiver(_) => Some(strip_attrs(input, false).into_token_stream()),
-        FnArg::Typed(_) if i == key.arg => Some(quote!(#args: #krate::__private::StatusInput)),
-        FnArg::Typed(_) if plan.store_inputs.contains(&i) => Some(strip_attrs(input, false).into_token_stream()),
-        FnArg::Typed(_) => None,
-    });
-    let tool_name = sig.ident.to_string();
-    let names = &key.fields;
-    let reader = Ident::new("__idem_r", Span::mixed_site());
-    // Each value is spanned at the first key field read from it (call-site hygiene: a
-    // mixed-site span is shown at the attribute): a type that cannot be a key field is then
-    // reported at the parameter, as in the tool, and rustc reports it once.
-    let values: Vec<Ident> = (0..names.len())
-        .map(|i| {
-            let first = key.parts.iter().position(|(index, _)| *index == i).expect("every field is used");
-            Ident::new(&format!("__idem_field{i}"), plan.key_fields[first].root.span())
-        })
-        .collect();
-    let reads = names.iter().zip(&values).map(|(name, value)| {
-        let field = Ident::new(name, request_ty.span());
-        quote_spanned!(request_ty.span()=> let #value = #args.field(#name, |#reader: &#request_ty| &#reader.0.#field);)
-    });
-    // Spanned (and located) where the tool's own key parts are, so that a type that cannot
-    // be a key field is reported once, at the parameter.
-    let fields = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
-        let root = &field.root;
-        let value = &values[*index];
-        let rest = rest.iter().map(|segment| Ident::new(segment, root.span()));
-        let krate = krate_at(plan, root.span());
-        quote_spanned!(root.span()=> #krate::__private::key_part(&#value #(.#rest)*))
-    });
-    let parts = scope_part(plan).into_iter().chain(fields);
-    let (asyncness, read, awaited) = if sig.asyncness.is_some() {
-        (quote!(async), quote!(#krate::__private::status_async), quote!(.await))
-    } else {
-        (quote!(), quote!(#krate::__private::status_sync), quote!())
-    };
-    let read_var = Ident::new("__idem_read", Span::mixed_site());
-    let at_ret = krate_at(plan, ret.span());
-    let (vis, generics, where_clause) = (&item.vis, &sig.generics, &sig.generics.where_clause);
-    quote! {
-        #[doc(hidden)]
-        // Unused without `#[idem::status_tools]`.
-        #[allow(dead_code, unused_variables, clippy::unused_async, clippy::type_complexity)]
-        #vis #asyncness fn #name #generics (#(#inputs),*)
-            -> ::core::result::Result<#at_ret::Status<#at_ret::__private::ValueOf<#ret>>, #at_ret::Error>
-            #where_clause
-        {
-            #tool
-            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args);
-            #(#reads)*
-            let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
-                return ::core::result::Result::Err(#args.into_error());
-            };
-            // A statement of its own: the key parts are borrowed only while the key is built.
-            let #read_var = #read(&__IDEM_TOOL, #store, &[#(#parts),*]);
-            #read_var #awaited
-        }
-    }
-}
-
-/// The name of the status read from a status tool's JSON arguments:
-/// `__idem_send_invoice_status_json`.
-pub fn status_json_name(tool: &Ident) -> Ident {
-    format_ident!("__idem_{}_status_json", tool)
-}
-
-/// `<tool>_record_id`: the record's namespace and key for the key's fields, to read or
-/// settle it through a `Store` without repeating the namespace by hand.
-fn record_id_fn(plan: &Plan, item: &ItemFn, tool: &TokenStream, key_parts: &[TokenStream]) -> TokenStream {
-    let krate = &plan.krate;
-    let sig = &item.sig;
-    let name = format_ident!("{}_record_id", sig.ident);
-    let doc = format!(
-        " The namespace and key of `{}`'s record for these key fields, to read or settle it \
-         through a store: `store.read(id.as_record_id())`. Builds the key only; reads nothing.",
-        sig.ident
-    );
-    // The receiver only when the scope reads it: the key is built from the key's fields
-    // and the scope.
-    let scope_reads_self = plan.scope.as_ref().is_some_and(|scope| mentions_self(scope.to_token_stream()));
-    let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
-        FnArg::Receiver(_) if scope_reads_self => Some(strip_attrs(input, false)),
-        FnArg::Typed(_) if plan.key_inputs.contains(&i) => Some(strip_attrs(input, false)),
-        _ => None,
-    });
-    let (vis, generics, where_clause) = (&item.vis, &sig.generics, &sig.generics.where_clause);
-    quote! {
-        #[doc = #doc]
-        #[allow(unused_variables, clippy::type_complexity)]
-        #vis fn #name #generics (#(#inputs),*)
-            -> ::core::result::Result<#krate::store::OwnedRecordId, #krate::Error>
-            #where_clause
-        {
-            #tool
-            #krate::__private::record_id(&__IDEM_TOOL, &[#(#key_parts),*])
-        }
-    }
-}
-
-/// Whether `tokens` use `self`.
-fn mentions_self(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|token| match token {
-        proc_macro2::TokenTree::Ident(ident) => ident == "self",
-        proc_macro2::TokenTree::Group(group) => mentions_self(group.stream()),
-        _ => false,
-    })
-}
-
-/// The names of the parameters the status function keeps.
-fn kept_names(plan: &Plan, sig: &syn::Signature) -> Vec<String> {
-    let typed = sig.inputs.iter().enumerate().filter(|(i, _)| plan.status_inputs.contains(i));
-    typed
-        .filter_map(|(_, input)| match input {
-            FnArg::Typed(typed) => match &*typed.pat {
-                Pat::Ident(ident) => Some(ident.ident.to_string()),
-                _ => None,
-            },
-            FnArg::Receiver(_) => None,
-        })
-        .collect()
 }
 
 /// A parameter for the status function: no attributes (they belong to the tool's schema),
