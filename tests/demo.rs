@@ -2,7 +2,8 @@
 //! short delays), and the README's code that it quotes from them is their text.
 //!
 //! The examples are the idem-examples package (examples/Cargo.toml): `cargo test
-//! --workspace --all-features` builds them beside this test; this test alone does not.
+//! --workspace --all-features` builds them beside this test; this test alone does not, and
+//! runs the binaries the last such build left.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
