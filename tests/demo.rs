@@ -1,14 +1,24 @@
 //! The examples run as the README says and end with the article's counts (run here with
-//! short delays; the example binaries are built by `cargo test` beside this test), and the
-//! README's code that it quotes from them is their text.
+//! short delays), and the README's code that it quotes from them is their text.
+//!
+//! The examples are the idem-examples package (examples/Cargo.toml): `cargo test
+//! --workspace --all-features` builds them beside this test; this test alone does not, and
+//! runs the binaries the last such build left.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The example's binary, which the whole suite builds in target/debug/examples.
 fn example(name: &str) -> PathBuf {
     let deps = std::env::current_exe().unwrap();
-    let profile_dir = deps.parent().and_then(|d| d.parent()).unwrap();
-    profile_dir.join("examples").join(name)
+    let path = deps.parent().and_then(|dir| dir.parent()).unwrap().join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run the whole suite (cargo test --workspace --all-features), or first \
+         cargo build -p idem-examples --all-features --examples",
+        path.display()
+    );
+    path
 }
 
 /// What an example printed, once it exited successfully.

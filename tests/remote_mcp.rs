@@ -89,14 +89,16 @@ impl Cluster {
     }
 }
 
-/// The example's binary, which the whole suite (`cargo test --workspace --all-features`)
-/// builds; alone, this test needs `cargo build --features rmcp --example remote_mcp` first.
+/// The example's binary (of the idem-examples package), which the whole suite (`cargo test
+/// --workspace --all-features`) builds; alone, this test needs `cargo build -p idem-examples
+/// --features rmcp,postgres --example remote_mcp` first.
 fn example(name: &str) -> PathBuf {
     let deps = std::env::current_exe().unwrap();
     let path = deps.parent().and_then(|dir| dir.parent()).unwrap().join("examples").join(name);
     assert!(
         path.exists(),
-        "{} is not built: run the whole suite, or cargo build --features rmcp --example {name}",
+        "{} is not built: run the whole suite (cargo test --workspace --all-features), or first \
+         cargo build -p idem-examples --features rmcp,postgres --example {name}",
         path.display()
     );
     path

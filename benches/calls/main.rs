@@ -60,6 +60,7 @@ pub use self::report::Report;
 /// How much to run.
 #[derive(Clone, Debug)]
 pub struct Settings {
+    /// A smoke run (`IDEM_BENCH_QUICK`): shows that every group runs, its figures mean nothing.
     pub quick: bool,
     /// Keys of the throughput runs.
     pub keys: usize,
@@ -76,14 +77,18 @@ pub struct Settings {
 pub const DUPLICATES: usize = 4;
 
 impl Settings {
+    /// The run whose figures BENCHMARKS.md reports.
     pub fn full() -> Self {
         Settings { quick: false, keys: 1000, repetitions: 3, rounds: 31, only: None }
     }
 
+    /// A few rounds of a few keys, for CI and tests/bench_smoke.rs.
     pub fn quick() -> Self {
         Settings { quick: true, keys: 8, repetitions: 1, rounds: 3, only: None }
     }
 
+    /// [`Settings::full`], or [`Settings::quick`] when `IDEM_BENCH_QUICK` is set and not 0;
+    /// `IDEM_BENCH_ONLY` picks the groups.
     pub fn from_env() -> Self {
         let settings = match std::env::var("IDEM_BENCH_QUICK") {
             Ok(value) if !value.is_empty() && value != "0" => Settings::quick(),

@@ -96,19 +96,25 @@ impl FirstCallRow {
     }
 }
 
+/// What one run measured; printed as the markdown tables of BENCHMARKS.md.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// One call kind on one store each: idem against its hand-written baseline.
     pub rows: Vec<Row>,
+    /// Calls per second of each throughput configuration.
     pub throughput: Vec<ThroughputRow>,
+    /// Runs where every call is its key's first, per configuration.
     pub first_calls: Vec<FirstCallRow>,
     /// The PostgreSQL server's durability settings, when the PostgreSQL rows were measured.
     pub postgres: Option<String>,
     /// Groups that could not run here, and say so at the end (PostgreSQL without a server).
     pub skipped: Vec<&'static str>,
+    /// How long the whole run took.
     pub wall: Duration,
 }
 
 impl Report {
+    /// The calls' medians and ratios, with their targets.
     pub fn calls_table(&self) -> Table {
         let mut table =
             Table::new(&["store", "call", "idem", "hand-written", "ratio", "paired IQR", "target", "met", "baseline"]);
@@ -137,6 +143,7 @@ impl Report {
         table
     }
 
+    /// The throughput runs' rates and scaling.
     pub fn throughput_table(&self) -> Table {
         let mut table = Table::new(&[
             "SQLite",
@@ -163,6 +170,7 @@ impl Report {
         table
     }
 
+    /// The first-call runs' rates and latencies.
     pub fn first_calls_table(&self) -> Table {
         let mut table = Table::new(&[
             "SQLite",
@@ -248,11 +256,13 @@ impl Report {
         calls.chain(rates).chain(first).collect()
     }
 
+    /// (targets met, targets judged): a row without a target is not judged.
     pub fn targets(&self) -> (usize, usize) {
         let judged: Vec<bool> = self.rows.iter().filter_map(|r| r.target.met(&r.pair)).collect();
         (judged.iter().filter(|met| **met).count(), judged.len())
     }
 
+    /// Every table, the targets and the wall time, on stdout.
     pub fn print(&self, settings: &Settings) {
         println!();
         println!("## Calls (medians per call; ratio = idem / hand-written)");
