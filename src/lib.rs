@@ -12,7 +12,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http"
+//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http", "testing"
 //! ```
 //!
 //! # Example

@@ -24,6 +24,9 @@ pub mod frameworks;
 pub mod http;
 
 pub mod store;
+// The crate's own tests run the conformance suite on the bundled stores with or without it.
+#[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 /// Telemetry beyond the per-call event: the names idem's span and metrics use, how keys
