@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use idem::store::{RecordId, RecordState};
+use idem::store::{RecordId, RecordState, Store};
 use idem::{Abandoned, ErrorCode, Outcome, Reconciled, SqliteStore, Status, idempotent};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};

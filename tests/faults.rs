@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use idem::store::Store;
 use idem::{Abandoned, ErrorCode, MemoryStore, Outcome, Reconciled, Status, idempotent};
 
 mod support;

@@ -236,7 +236,6 @@ impl Store for MemoryStore {
 }
 
 crate::store::async_store_from_sync!(MemoryStore);
-crate::store::inherent_store_ops!(impl[] MemoryStore);
 
 impl MemoryStore {
     /// Writes a record in `state` as this store keeps it, bypassing every rule of its

@@ -305,8 +305,6 @@ impl Store for PgStore {
     }
 }
 
-crate::store::inherent_store_ops!(async PgStore);
-
 impl PgStore {
     /// Writes a record in `state` as this store keeps it, bypassing every rule of its
     /// operations: what `testing::conformance::PlantRecord` plants for tests.
