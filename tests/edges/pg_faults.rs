@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::postgres::{fresh_schema, test_url};
-use idem::store::postgres::tokio_postgres;
 
 use crate::pg::drop_schema;
 use idem::{ErrorCode, Outcome, PgStore, idempotent};

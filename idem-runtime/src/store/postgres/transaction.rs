@@ -36,7 +36,7 @@ pub enum Begun<'s, T> {
 }
 
 /// An open transaction that holds one key, reserved by its first statement: a
-/// `tokio_postgres::Client` (through `Deref`) for your writes, committed together with the
+/// [`Client`](super::Client) (through `Deref`) for your writes, committed together with the
 /// key's result by [`commit`](Self::commit).
 ///
 /// Dropping it without `commit` (an error returned with `?`, a panic, a cancelled
