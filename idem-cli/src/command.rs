@@ -1,6 +1,6 @@
 //! What each command does, on an open store.
 
-use idem_runtime::DEFAULT_RETAIN;
+use idem_runtime::store::DEFAULT_RETAIN;
 use idem_runtime::store::{Admin, ListQuery, Record, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, Done, State};

@@ -235,7 +235,7 @@ fn params_key(
     Some(ParamsKey { arg, fields, parts })
 }
 
-/// idem's default lease, `idem::DEFAULT_LEASE` (a test of the facade pins the two together).
+/// idem's default lease, `idem::store::DEFAULT_LEASE` (a test of the facade pins the two together).
 const DEFAULT_LEASE_MS: u64 = 30_000;
 
 /// Renewal stops at `max_hold`, so a `max_hold` shorter than one lease would never renew.

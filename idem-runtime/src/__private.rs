@@ -2,9 +2,8 @@
 
 pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
-    AsyncAnswer, Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, KeptError,
-    NoReconcile, Reconcile, Release, Serving, SyncAnswer, Tool, keep, reconcile_async, reconcile_sync, run_async,
-    run_async_timeout, run_sync,
+    AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving, SyncAnswer, Tool,
+    keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
@@ -14,6 +13,7 @@ pub use crate::observe::conventions::SPAN_FIELDS;
 pub use crate::observe::{Instruments, SpanCallsite};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
+pub use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
 pub use tracing;
 
 /// Checks a key field's type where the user wrote it: the expansion calls this with the

@@ -1,4 +1,11 @@
-//! Agent frameworks: how idem's answers reach a model through rmcp and rig tools.
+//! How idem's answers reach a model: through the tool's own return type, and through the
+//! agent frameworks rmcp and rig.
+//!
+//! An `#[idempotent]` tool returns a [`ToolOutput`]: a `Result<T, E>` where `T` is stored
+//! and replayed as JSON and `E: From<idem::Error>` carries idem's answers (IN_PROGRESS,
+//! CONFLICT, ...). Implement [`ToolOutput`] for a return type of your own. A replay is
+//! the stored JSON read back by [`replay_value`], which sets [`REPLAYED_FIELD`]
+//! (`"replayed": true`) where the type can show it.
 //!
 //! - `rmcp` (feature `rmcp`): a tool returning `Result<CallToolResult, ErrorData>` gets
 //!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the
@@ -12,6 +19,8 @@
 //! `idempotent_hint = true` to an rmcp tool's annotations and makes the status function a
 //! rig tool. `#[idem::status_tools]` above `#[tool_router]` registers the status functions
 //! of an rmcp server as read-only tools.
+
+pub use crate::output::{REPLAYED_FIELD, ToolOutput, replay_value};
 
 #[cfg(feature = "rig")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]

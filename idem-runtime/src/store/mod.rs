@@ -45,6 +45,7 @@
 
 mod adapter;
 mod admin;
+mod defaults;
 mod failure;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -59,6 +60,7 @@ use std::time::Duration;
 pub use adapter::FromSync;
 pub(crate) use adapter::async_store_from_sync;
 pub use admin::{Admin, ListQuery, ListedRecord, StateCount, StateFilter};
+pub use defaults::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -295,7 +297,7 @@ impl std::error::Error for StoreError {
 /// processes, at most one gets [`Reservation::Acquired`] while a record exists.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idem store for sync tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::Store`",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::Store`",
     note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
 )]
 pub trait Store: Send + Sync {
@@ -356,7 +358,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// it: wrap a [`Store`] in [`FromSync`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idem store for async tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::AsyncStore`",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::AsyncStore`",
     note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
 )]
 pub trait AsyncStore: Send + Sync {
