@@ -36,6 +36,9 @@ pub fn detail(entry: &ListedRecord) -> String {
         }
         RecordState::Completed { result } => out += &format!("\nresult:    {result}"),
         RecordState::Failed { error } => out += &format!("\nerror:     {error}"),
+        // A state of a newer runtime: the command pins its runtime (`=x.y.z`), so it knows
+        // every state the runtime reads; the line above says which.
+        _ => {}
     }
     if let Some(until) = record.retain_until_ms {
         out += &format!("\nkept until {}", when(until));
@@ -64,6 +67,7 @@ pub fn json_line(entry: &ListedRecord) -> String {
         }
         RecordState::Completed { result } => object["result"] = stored(result),
         RecordState::Failed { error } => object["error"] = stored(error),
+        _ => {}
     }
     if let Some(until) = record.retain_until_ms {
         object["retain_until"] = json!(rfc3339(until));
@@ -97,6 +101,8 @@ fn state(state: &RecordState) -> &'static str {
         RecordState::InProgress { lease_expired: true, .. } => "abandoned",
         RecordState::Completed { .. } => "completed",
         RecordState::Failed { .. } => "failed",
+        // RecordState is non-exhaustive; the command pins its runtime, so this is never shown.
+        _ => "unknown",
     }
 }
 

@@ -168,8 +168,9 @@ impl Outcome {
     }
 }
 
-/// One observed call of an idempotent tool.
+/// One observed call of an idempotent tool. Non-exhaustive: it may gain fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Observation {
     /// The tool's name.
     pub tool: &'static str,

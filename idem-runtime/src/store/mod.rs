@@ -42,6 +42,17 @@
 //! assert!(AsyncStore::read(&store, id).await.unwrap().is_some());
 //! # });
 //! ```
+//!
+//! # What may grow (for store authors)
+//!
+//! The types a store builds or takes, [`Record`], [`Reservation`], [`Reserve`], [`Renew`]
+//! and [`Completion`], are exhaustive: a new field or variant is something every store
+//! must handle, so it should break a store's build rather than be ignored. The same holds
+//! for [`ListQuery`], whose every field is a condition an [`Admin`] must apply (callers
+//! write `..ListQuery::default()`). [`RecordState`] and [`StateFilter`] are
+//! non-exhaustive: later versions add states (approvals come next), which code that
+//! matches them must meet with a `_` arm. [`ListedRecord`] and [`StateCount`] are
+//! non-exhaustive reports: read their fields, build them with `new`.
 
 mod adapter;
 mod admin;
@@ -193,7 +204,11 @@ pub struct Record {
 }
 
 /// Where a record stands.
+///
+/// Non-exhaustive: a later idem may add states (approvals come next), so code that matches
+/// one needs a `_` arm; a store still builds each variant as it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecordState {
     /// Reserved and not yet settled.
     InProgress {
