@@ -6,7 +6,7 @@ use idem_runtime::store::{Admin, ListQuery, ListedRecord, Record, RecordId, Reco
 use crate::args::{Command, Done, State};
 use crate::{keys, render};
 
-pub fn run(
+pub(crate) fn run(
     store: &dyn Admin,
     command: Command,
     json: bool,

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use idem_runtime::store::{ListedRecord, RecordState, StateCount, rfc3339};
 use serde_json::{Value, json};
 
-pub fn line(entry: &ListedRecord) -> String {
+pub(crate) fn line(entry: &ListedRecord) -> String {
     let record = &entry.record;
     format!(
         "{:<12} {:<30} {}  (since {})",
@@ -17,7 +17,7 @@ pub fn line(entry: &ListedRecord) -> String {
     )
 }
 
-pub fn detail(entry: &ListedRecord) -> String {
+pub(crate) fn detail(entry: &ListedRecord) -> String {
     let (namespace, key, record) = (&entry.namespace, &entry.key, &entry.record);
     let mut out = format!(
         "namespace: {namespace}\nkey:       {key}\nstate:     {}\ntoken:     {}\nrequest:   {}\ncreated:   {}\nupdated:   {}",
@@ -48,7 +48,7 @@ pub fn detail(entry: &ListedRecord) -> String {
 
 /// A record as one JSON object: stored JSON (request, result, error) as JSON, times as
 /// RFC 3339.
-pub fn json_line(entry: &ListedRecord) -> String {
+pub(crate) fn json_line(entry: &ListedRecord) -> String {
     let record = &entry.record;
     let stored = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()));
     let mut object = json!({
@@ -75,11 +75,11 @@ pub fn json_line(entry: &ListedRecord) -> String {
     object.to_string()
 }
 
-pub fn count(count: &StateCount) -> String {
+pub(crate) fn count(count: &StateCount) -> String {
     format!("{:<12} {:<30} {:>8}  (oldest {})", count.state, count.namespace, count.records, when(count.oldest_ms))
 }
 
-pub fn json_count(count: &StateCount) -> String {
+pub(crate) fn json_count(count: &StateCount) -> String {
     json!({
         "namespace": count.namespace,
         "state": count.state,

@@ -2,6 +2,8 @@
 //! an implementation detail: depend on `idem-tools`, which re-exports the attribute as
 //! `idem::idempotent`.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod args;
 mod docs;
 mod errors;

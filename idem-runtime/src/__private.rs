@@ -2,8 +2,8 @@
 
 pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
-    AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving, SyncAnswer, Tool,
-    keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
+    AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving, SyncAnswer,
+    TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;

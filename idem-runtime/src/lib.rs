@@ -6,6 +6,7 @@
 //! what a tool author uses daily; the rest is in the modules `error`, `store`, `telemetry`,
 //! `frameworks`, `http` (feature `http`) and `testing` (feature `testing`).
 
+#![warn(missing_docs, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;

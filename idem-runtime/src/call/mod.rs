@@ -40,7 +40,7 @@ pub use hooks::{
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
 pub use serving::Serving;
-pub use timeout::run_async_timeout;
+pub use timeout::{TimeoutNeedsTokio, run_async_timeout};
 
 /// What the macro knows about one tool at compile time.
 #[doc(hidden)]
