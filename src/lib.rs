@@ -228,6 +228,25 @@
 //! while it runs a `409` with `Retry-After`, the key with another request a `422`, a bad
 //! key a `400`. The module `idem::http` says what it answers in every situation.
 //!
+//! # Where things are
+//!
+//! - The crate root: what a tool author uses daily. The attributes, [`Error`] and
+//!   [`ErrorCode`], [`Status`], the stores, [`current_key`], [`progress`] and
+//!   [`cancel_requested`] for a running body, [`Key`] and [`KeyPart`], the reconcile
+//!   hook's [`Abandoned`] and [`Reconciled`], the default store's functions and
+//!   [`scope_prefix`].
+//! - [`error`]: what an [`Error`] carries ([`error::Running`], [`error::FieldDifference`]).
+//! - [`store`]: the store protocol, for store authors ([`store::Store`],
+//!   [`store::AsyncStore`] and their types), the operator's [`store::Admin`], each store's
+//!   options, and the defaults (`DEFAULT_LEASE`, `DEFAULT_RETAIN`, ...).
+//! - [`telemetry`]: [`telemetry::observe`], [`telemetry::metrics()`], span and metric
+//!   names, lifecycle events.
+//! - [`frameworks`]: how answers reach a model ([`frameworks::ToolOutput`],
+//!   [`frameworks::replay_value`]), rmcp and rig.
+//! - `http` (feature `http`): the tower layer for `Idempotency-Key`.
+//! - `testing` (feature `testing`, for your tests; not covered by semver): the store
+//!   conformance suite and the retry matrix.
+//!
 //! # Misuse does not compile
 //!
 //! ```compile_fail
