@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
+use idem::telemetry::Outcome;
 use idem::telemetry::conventions::DURATION_METRIC;
 use idem::testing::matrix::RetryMatrix;
-use idem::{MemoryStore, Outcome, idempotent};
+use idem::{MemoryStore, idempotent};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use tracing_subscriber::fmt::format::FmtSpan;
 
@@ -76,7 +77,7 @@ fn main() {
     }
 
     println!("\n== the dashboard ==");
-    for tool in idem::metrics().into_iter().filter(|tool| tool.tool == "send_invoice") {
+    for tool in idem::telemetry::metrics().into_iter().filter(|tool| tool.tool == "send_invoice") {
         let total = tool.total();
         for (outcome, count) in tool.counts().filter(|(_, count)| *count > 0) {
             println!("{:<12} {count}", outcome.as_str());

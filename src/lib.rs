@@ -12,7 +12,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http"
+//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http", "testing"
 //! ```
 //!
 //! # Example
@@ -75,7 +75,7 @@
 //!   difference is a CONFLICT naming each field with its first and its new value. They
 //!   must implement `serde::Serialize`.
 //! - `store = expr`: the store, evaluated on every call (it may use `self` or a
-//!   parameter). Any [`Store`] (sync tools) or [`AsyncStore`] (async tools), also behind
+//!   parameter). Any [`store::Store`] (sync tools) or [`store::AsyncStore`] (async tools), also behind
 //!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file in the user's data
 //!   directory unless `IDEM_DB` or [`set_default_store_path`] names one (see
 //!   [`default_store_path`]).
@@ -99,7 +99,7 @@
 //!   shared thread; a body that finishes sooner writes nothing), so the lease need not
 //!   outlast the slowest body. The body may report how far it got with [`progress`];
 //!   IN_PROGRESS answers and the status function show it, with a poll hint
-//!   ([`Error::retry_after`], [`Running`]).
+//!   ([`Error::retry_after`], [`error::Running`]).
 //! - `max_hold = "1h"`: how long a running body's lease is renewed at most; a body that
 //!   hangs for good frees its key one lease later. Default 1 hour; at least one lease.
 //! - `reconcile = expr`: asks the provider what happened to an abandoned call once its
@@ -118,7 +118,7 @@
 //!   and `store = self.store` work (see [MCP Tasks](#mcp-tasks)); without [`tasks`] on
 //!   the server's `ServerHandler` impl an rmcp tool's timeout does not take effect (the
 //!   call waits for its body; a warning says so once per tool).
-//! - `retain = "7d"`: how long a settled record is kept before [`Store::purge`] may remove
+//! - `retain = "7d"`: how long a settled record is kept before [`store::Store::purge`] may remove
 //!   it. A retry after that runs the action again; keep records as long as any layer may
 //!   retry.
 //! - `crate = "my_idem"`: where the generated code finds idem, for a crate whose
@@ -129,21 +129,21 @@
 //!   any other is one compile error at the string, saying what idem is called there. A
 //!   path (`crate = "crate::deps::idem"`, a re-export) is used as written.
 //!
-//! The function keeps its exact signature. It must return a [`ToolOutput`]: a
+//! The function keeps its exact signature. It must return a [`frameworks::ToolOutput`]: a
 //! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
 //! `E: From<idem::Error>`. Beside it, `<name>_status` takes the receiver and the
 //! parameters the key (and the store expression) use, and returns
 //! `Result<Status<T>, idem::Error>`; it is async when the tool is. And
 //! `<name>_record_id` takes the key's parameters only and returns the record's
 //! [`store::OwnedRecordId`] (the tool's namespace and the derived key), to read or settle
-//! the record through a [`Store`] without spelling the namespace out.
+//! the record through a [`store::Store`] without spelling the namespace out.
 //!
 //! # Outcomes
 //!
 //! | situation | answer | retryable |
 //! | --- | --- | --- |
 //! | first call | the body runs once; its result is stored | |
-//! | completed earlier, same compared fields | the stored result, as stored; `"replayed": true` in a `serde_json::Value` object or a struct with a `replayed` field, never in a typed map (see [`replay_value`]) | |
+//! | completed earlier, same compared fields | the stored result, as stored; `"replayed": true` in a `serde_json::Value` object or a struct with a `replayed` field, never in a typed map (see [`frameworks::replay_value`]) | |
 //! | completed earlier or running, compared fields differ | [`ErrorCode::Conflict`] naming each field | no |
 //! | first call still running | [`ErrorCode::InProgress`], suggesting `<name>_status` | no |
 //! | first call abandoned (panic, dropped future, crash) past its lease | the `reconcile` hook decides; without one [`ErrorCode::OutcomeUnknown`] | no |
@@ -153,14 +153,14 @@
 //! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
 //! | another tool uses this one's default namespace | [`ErrorCode::NamespaceClash`]; the body does not run | no |
 //! | the record is in a state this version does not know (a newer idem, a hand edit) | [`ErrorCode::RecordUnreadable`], naming namespace and key; a person must inspect it | no |
-//! | the body's result does not read back from its JSON (`f64::NAN` is `null`) | the caller gets the result; it is not stored and the key reads as abandoned: the `reconcile` hook, or [`ErrorCode::OutcomeUnknown`] (see [`ToolOutput`]) | no |
+//! | the body's result does not read back from its JSON (`f64::NAN` is `null`) | the caller gets the result; it is not stored and the key reads as abandoned: the `reconcile` hook, or [`ErrorCode::OutcomeUnknown`] (see [`frameworks::ToolOutput`]) | no |
 //!
 //! An `Err` from the body releases the key: the action did not happen and a retry may run
 //! it. A panic or a dropped future leaves the key reserved, because the action may have
 //! happened. Every answer that is not a result is an [`Error`] with a stable code, a
 //! message, a retryable flag and a suggestion, serialized as
 //! `{"error": {"code", "message", "retryable", "suggestion"}}`. To see in code how a call
-//! was answered, wrap it in [`observe`] (or [`observe_async`]); [`metrics`] counts every
+//! was answered, wrap it in [`telemetry::observe`] (or [`telemetry::observe_async`]); [`telemetry::metrics()`] counts every
 //! tool's outcomes.
 //!
 //! # Telemetry
@@ -228,6 +228,25 @@
 //! while it runs a `409` with `Retry-After`, the key with another request a `422`, a bad
 //! key a `400`. The module `idem::http` says what it answers in every situation.
 //!
+//! # Where things are
+//!
+//! - The crate root: what a tool author uses daily. The attributes, [`Error`] and
+//!   [`ErrorCode`], [`Status`], the stores, [`current_key`], [`progress`] and
+//!   [`cancel_requested`] for a running body, [`Key`] and [`KeyPart`], the reconcile
+//!   hook's [`Abandoned`] and [`Reconciled`], the default store's functions and
+//!   [`scope_prefix`].
+//! - [`error`]: what an [`Error`] carries ([`error::Running`], [`error::FieldDifference`]).
+//! - [`store`]: the store protocol, for store authors ([`store::Store`],
+//!   [`store::AsyncStore`] and their types), the operator's [`store::Admin`], each store's
+//!   options, and the defaults (`DEFAULT_LEASE`, `DEFAULT_RETAIN`, ...).
+//! - [`telemetry`]: [`telemetry::observe`], [`telemetry::metrics()`], span and metric
+//!   names, lifecycle events.
+//! - [`frameworks`]: how answers reach a model ([`frameworks::ToolOutput`],
+//!   [`frameworks::replay_value`]), rmcp and rig.
+//! - `http` (feature `http`): the tower layer for `Idempotency-Key`.
+//! - `testing` (feature `testing`, for your tests; not covered by semver): the store
+//!   conformance suite and the retry matrix.
+//!
 //! # Misuse does not compile
 //!
 //! ```compile_fail
@@ -242,7 +261,6 @@
 //! fn pay(amount: f64) -> Result<(), idem::Error> { Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Makes a tool function idempotent; see the [crate documentation](crate).

@@ -7,7 +7,8 @@ mod support;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use idem::{AsyncStore, ErrorCode, Store};
+use idem::ErrorCode;
+use idem::store::{AsyncStore, Store};
 use support::{Billing, ToolError};
 
 const TRIALS: usize = 500;

@@ -27,8 +27,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use idem::store::{RecordId, RecordState};
-use idem::{Abandoned, ErrorCode, Outcome, Reconciled, SqliteStore, Status, idempotent};
+use idem::store::{RecordId, RecordState, Store};
+use idem::telemetry::Outcome;
+use idem::{Abandoned, ErrorCode, Reconciled, SqliteStore, Status, idempotent};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
@@ -281,7 +282,7 @@ impl Tool {
 
     /// Calls the tool and reports how the call was answered.
     fn observe(self, order: &str, amount: u32) -> (Result<Charge, idem::Error>, Outcome) {
-        let (result, calls) = idem::observe(|| self.call(order, amount));
+        let (result, calls) = idem::telemetry::observe(|| self.call(order, amount));
         assert_eq!(calls.len(), 1);
         (result, calls[0].outcome)
     }

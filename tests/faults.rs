@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use idem::{Abandoned, ErrorCode, MemoryStore, Outcome, Reconciled, Status, idempotent};
+use idem::store::Store;
+use idem::telemetry::Outcome;
+use idem::{Abandoned, ErrorCode, MemoryStore, Reconciled, Status, idempotent};
 
 mod support;
 
@@ -83,7 +85,7 @@ mod panics {
         assert_eq!(pay(1).unwrap_err().code(), ErrorCode::InProgress, "the lease holds: never re-run");
         end_lease(&STORE, "faults.pay", "pay:1");
         assert!(matches!(pay_status(1).unwrap(), Status::Unknown { .. }));
-        let (answer, calls) = idem::observe(|| pay(1));
+        let (answer, calls) = idem::telemetry::observe(|| pay(1));
         assert_eq!(answer.unwrap(), 10, "the hook found the payment and its result is replayed");
         assert_eq!(calls[0].outcome, Outcome::Reconciled);
         assert!(matches!(pay_status(1).unwrap(), Status::Completed(10)));
@@ -156,10 +158,10 @@ mod fencing {
 
     #[test]
     fn a_late_finisher_cannot_overwrite_the_new_holder() {
-        let a = std::thread::spawn(|| idem::observe(|| book(7)));
+        let a = std::thread::spawn(|| idem::telemetry::observe(|| book(7)));
         wait_until("A holds the key", || matches!(book_status(7), Ok(Status::InProgress { .. })));
         end_lease(&STORE, "faults.book", "book:7"); // A is still running, past its lease
-        let (b, b_calls) = idem::observe(|| book(7));
+        let (b, b_calls) = idem::telemetry::observe(|| book(7));
         assert_eq!(b.unwrap(), "B");
         assert_eq!(b_calls[0].outcome, Outcome::Fresh);
         GATE.open("a");
@@ -223,7 +225,7 @@ mod timeouts {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_caller_gets_timeout_and_the_work_completes_the_key() {
-        let (answer, calls) = idem::observe_async(send_invoice("acme".into())).await;
+        let (answer, calls) = idem::telemetry::observe_async(send_invoice("acme".into())).await;
         let error = answer.unwrap_err();
         assert_eq!(error.code(), ErrorCode::Timeout);
         assert!(!error.retryable(), "the work goes on: a retry cannot help");
@@ -270,7 +272,7 @@ mod kept_errors {
     #[test]
     fn a_kept_error_is_replayed_not_retried() {
         assert_eq!(charge(1), Err(PayError::Declined("insufficient funds".into())));
-        let (again, calls) = idem::observe(|| charge(1));
+        let (again, calls) = idem::telemetry::observe(|| charge(1));
         assert_eq!(again, Err(PayError::Declined("insufficient funds".into())));
         assert_eq!(calls[0].outcome, Outcome::Replayed);
         assert_eq!(RUNS.load(Ordering::SeqCst), 1);
@@ -328,7 +330,7 @@ mod counters {
         counted(1, 0).unwrap();
         counted(1, 0).unwrap();
         counted(1, 9).unwrap_err();
-        let all = idem::metrics();
+        let all = idem::telemetry::metrics();
         let mine = all.iter().find(|m| m.tool == "counted").expect("the tool is registered on its first call");
         assert_eq!(mine.count(Outcome::Fresh), 1);
         assert_eq!(mine.count(Outcome::Replayed), 2);

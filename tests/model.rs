@@ -28,8 +28,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
+use idem::store::Store;
 use idem::store::{RecordId, Reservation, Reserve};
-use idem::{Abandoned, ErrorCode, Outcome, Reconciled, Status, Store, idempotent};
+use idem::telemetry::Outcome;
+use idem::{Abandoned, ErrorCode, Reconciled, Status, idempotent};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -441,7 +443,8 @@ fn step_call(ctx: &Ctx, model: &mut Model, k: u8, amount: u32, act: Act, policy:
     let expected = expected(model, k, amount, policy);
     let reconciled = matches!(expected, Expected::Reconciled(_));
     let hooks_before = ctx.hook_calls.load(Ordering::SeqCst);
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| idem::observe(|| call(ctx, policy, k, amount, act))));
+    let ran =
+        std::panic::catch_unwind(AssertUnwindSafe(|| idem::telemetry::observe(|| call(ctx, policy, k, amount, act))));
     let hooked = ctx.hook_calls.load(Ordering::SeqCst) - hooks_before;
     let expect_hook = match (&expected, &model.recs[usize::from(k)]) {
         (Expected::Runs { after_hook }, _) => *after_hook,
@@ -594,7 +597,7 @@ fn step<'scope, 'env>(
                 return step_call(ctx, model, k, amount, Act::Ok, policy);
             }
             let policy = Policy { short_lease: false, brief_retention: false, hook: Some(HookMode::Ledger) };
-            let thread = scope.spawn(move || idem::observe(|| call(ctx, policy, k, amount, Act::Hold)));
+            let thread = scope.spawn(move || idem::telemetry::observe(|| call(ctx, policy, k, amount, Act::Hold)));
             ctx.wait_until_held(k);
             let effect = *ctx.effects_of(&key_of(k)).last().expect("sent before holding");
             held.insert(k, HeldCall { amount, effect, thread });
@@ -641,7 +644,7 @@ struct HeldCall<'scope> {
     amount: u32,
     /// What it sent before it was held.
     effect: u64,
-    thread: std::thread::ScopedJoinHandle<'scope, (Result<Out, ToolError>, Vec<idem::Observation>)>,
+    thread: std::thread::ScopedJoinHandle<'scope, (Result<Out, ToolError>, Vec<idem::telemetry::Observation>)>,
 }
 
 fn finish(ctx: &Ctx, model: &mut Model, k: u8, call: HeldCall<'_>) -> Result<(), TestCaseError> {

@@ -10,7 +10,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use broken_store::BrokenStore;
-use idem::{ErrorCode, MemoryStore, Outcome, Status, idempotent};
+use idem::telemetry::Outcome;
+use idem::{ErrorCode, MemoryStore, Status, idempotent};
 use support::{Billing, ToolError};
 
 fn code<T: std::fmt::Debug>(result: Result<T, ToolError>) -> ErrorCode {
@@ -25,7 +26,8 @@ fn a_completed_call_is_replayed_and_the_status_shows_it() {
     let billing = Billing::new(MemoryStore::new());
     assert_eq!(billing.send_invoice_status("acme".into(), "2026-10".into()).unwrap(), Status::NotFound);
     let first = billing.send_invoice("acme".into(), "2026-10".into(), 120.0, "October".into()).unwrap();
-    let (again, calls) = idem::observe(|| billing.send_invoice("Acme ".into(), "2026-10".into(), 120.0, "Oct.".into()));
+    let (again, calls) =
+        idem::telemetry::observe(|| billing.send_invoice("Acme ".into(), "2026-10".into(), 120.0, "Oct.".into()));
     let again = again.unwrap();
     assert_eq!(calls[0].outcome, Outcome::Replayed);
     assert_eq!(calls[0].key.as_ref().unwrap().as_str(), "invoice:acme:2026-10");
@@ -78,7 +80,8 @@ fn conflict_wins_over_in_progress() {
 fn an_error_releases_the_key_so_a_retry_runs() {
     let billing = Billing::new(MemoryStore::new());
     *billing.refuse.lock().unwrap() = true;
-    let (failed, calls) = idem::observe(|| billing.send_invoice("acme".into(), "2026-10".into(), 1.0, "m".into()));
+    let (failed, calls) =
+        idem::telemetry::observe(|| billing.send_invoice("acme".into(), "2026-10".into(), 1.0, "m".into()));
     assert!(matches!(failed, Err(ToolError::Billing(_))));
     assert_eq!(calls[0].outcome, Outcome::Released);
     assert_eq!(billing.send_invoice_status("acme".into(), "2026-10".into()).unwrap(), Status::NotFound);

@@ -175,7 +175,7 @@ async fn sync_and_async_tools_run_on_the_postgres_store() {
     let (sync_status, async_status) = (sync_tool_status(21).unwrap(), async_tool_status(14).await.unwrap());
     assert!(matches!(sync_status, idem::Status::Completed(42)), "{sync_status:?}");
     assert!(matches!(async_status, idem::Status::Completed(42)), "{async_status:?}");
-    let (replayed, observed) = idem::observe_async(async_tool(14)).await;
-    assert_eq!((replayed.unwrap(), observed[0].outcome), (42, idem::Outcome::Replayed));
+    let (replayed, observed) = idem::telemetry::observe_async(async_tool(14)).await;
+    assert_eq!((replayed.unwrap(), observed[0].outcome), (42, idem::telemetry::Outcome::Replayed));
     connect(&url).await.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
 }

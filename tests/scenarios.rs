@@ -9,8 +9,10 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem::ErrorCode;
+use idem::store::{AsyncStore, Store};
+use idem::telemetry::Outcome;
 use idem::testing::matrix::{Answer, MatrixReport, RetryMatrix};
-use idem::{AsyncStore, ErrorCode, Outcome, Store};
 use support::{Args, Billing, Invoice, ToolError};
 
 fn matrix() -> RetryMatrix<Args> {

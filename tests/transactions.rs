@@ -6,9 +6,10 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
+use idem::store::DEFAULT_RETAIN;
 use idem::store::postgres::Begun;
 use idem::store::{PgStore, RecordId, Store, Transacted, TransactionError};
-use idem::{DEFAULT_RETAIN, ErrorCode, SqliteStore, idempotent};
+use idem::{ErrorCode, SqliteStore, idempotent};
 use tokio_postgres::NoTls;
 
 #[path = "support/postgres.rs"]

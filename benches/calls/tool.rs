@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use idem::store::Store;
 use idem::store::{RecordId, Reservation, Reserve};
-use idem::{ErrorCode, Store, idempotent};
+use idem::{ErrorCode, idempotent};
 use serde::{Deserialize, Serialize};
 
 /// The bench tool's record namespace, set explicitly so that the in-progress benches can

@@ -5,8 +5,7 @@
 
 #![no_main]
 
-use idem_runtime::__private::{FieldMode, KeyPart, Segment, build_key};
-use idem_runtime::normalize;
+use idem_runtime::__private::{FieldMode, KeyPart, Segment, build_key, normalize};
 use libfuzzer_sys::fuzz_target;
 
 const NORMAL: FieldMode = FieldMode { normalize: true, hash: false };

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// know what happened.
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, propagate_version = true, after_long_help = AFTER_HELP)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The store: an SQLite file, or a PostgreSQL URL (postgres://user@host/db). Default:
     /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
     /// It must already be an idem store of this idem's schema version: anything else is
@@ -33,7 +33,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// List records, oldest first.
     ///
     /// Look here for keys whose calls were abandoned (`--state abandoned`). Prints one
@@ -183,7 +183,7 @@ Exit codes:
 
 /// A record's state as `list --state` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum State {
+pub(crate) enum State {
     /// Reserved, its lease live: the call is running (or its process died moments ago).
     #[value(name = "in_progress")]
     InProgress,
@@ -197,7 +197,7 @@ pub enum State {
 
 /// Where `resolve --done` takes its result from.
 #[derive(Clone, Debug)]
-pub enum Done {
+pub(crate) enum Done {
     /// Given on the command line.
     Json(serde_json::Value),
     /// `-`: standard input, to its end.
@@ -208,7 +208,7 @@ pub enum Done {
 
 impl Done {
     /// The result, read and parsed: from stdin or the file, or as given.
-    pub fn read(self) -> Result<serde_json::Value, String> {
+    pub(crate) fn read(self) -> Result<serde_json::Value, String> {
         let (text, from) = match self {
             Done::Json(value) => return Ok(value),
             Done::Stdin => {

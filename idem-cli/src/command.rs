@@ -1,12 +1,12 @@
 //! What each command does, on an open store.
 
-use idem_runtime::DEFAULT_RETAIN;
-use idem_runtime::store::{Admin, ListQuery, Record, RecordId, RecordState, StateFilter, StoreError};
+use idem_runtime::store::DEFAULT_RETAIN;
+use idem_runtime::store::{Admin, ListQuery, ListedRecord, Record, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, Done, State};
 use crate::{keys, render};
 
-pub fn run(
+pub(crate) fn run(
     store: &dyn Admin,
     command: Command,
     json: bool,
@@ -61,7 +61,7 @@ pub fn run(
         }
         Command::Show { namespace, key } => {
             let (key, record) = keys::find(store, &namespace, &key)?;
-            let entry = idem_runtime::store::ListedRecord { namespace, key, record };
+            let entry = ListedRecord::new(namespace, key, record);
             say!("{}", if json { render::json_line(&entry) } else { render::detail(&entry) });
             Ok(())
         }
@@ -141,7 +141,7 @@ fn resolve(
 /// mistake can be put back by hand: its key as stored, and the record.
 fn shown(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
     let (key, record) = keys::find(store, namespace, key)?;
-    let entry = idem_runtime::store::ListedRecord { namespace: namespace.into(), key, record };
+    let entry = ListedRecord::new(namespace, key, record);
     say!("{}", render::detail(&entry));
     Ok((entry.key, entry.record))
 }

@@ -33,7 +33,7 @@ fn encoded(key: &str, encode: impl Fn(usize) -> bool) -> String {
 
 /// The keys a record typed as `key` may be stored under: `key` with some or all of its
 /// reserved characters percent-encoded.
-pub fn encoded_forms(key: &str) -> Vec<String> {
+pub(crate) fn encoded_forms(key: &str) -> Vec<String> {
     let reserved: Vec<usize> = key.bytes().enumerate().filter(|(_, byte)| !kept(*byte)).map(|(at, _)| at).collect();
     if reserved.is_empty() {
         return Vec::new();
@@ -48,7 +48,7 @@ pub fn encoded_forms(key: &str) -> Vec<String> {
 
 /// The record of `namespace` under `key`, or else under exactly one of its encoded forms
 /// (said on stderr): its key as stored, and the record.
-pub fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
+pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
     let read = |key: &str| store.read(RecordId { namespace, key }).map_err(|e| e.to_string());
     if let Some(record) = read(key)? {
         return Ok((key.to_owned(), record));

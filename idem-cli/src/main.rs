@@ -19,6 +19,8 @@
 //! live unless `--force`. `idem --help` and `idem help <command>` say exactly what each
 //! does.
 
+#![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
+
 /// Prints a line to stdout, ignoring a closed pipe (`idem list | head`): a reader that
 /// stopped listening is not an error.
 macro_rules! say {

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use idem_runtime::store::{ListedRecord, RecordState, StateCount, rfc3339};
 use serde_json::{Value, json};
 
-pub fn line(entry: &ListedRecord) -> String {
+pub(crate) fn line(entry: &ListedRecord) -> String {
     let record = &entry.record;
     format!(
         "{:<12} {:<30} {}  (since {})",
@@ -17,7 +17,7 @@ pub fn line(entry: &ListedRecord) -> String {
     )
 }
 
-pub fn detail(entry: &ListedRecord) -> String {
+pub(crate) fn detail(entry: &ListedRecord) -> String {
     let (namespace, key, record) = (&entry.namespace, &entry.key, &entry.record);
     let mut out = format!(
         "namespace: {namespace}\nkey:       {key}\nstate:     {}\ntoken:     {}\nrequest:   {}\ncreated:   {}\nupdated:   {}",
@@ -36,6 +36,9 @@ pub fn detail(entry: &ListedRecord) -> String {
         }
         RecordState::Completed { result } => out += &format!("\nresult:    {result}"),
         RecordState::Failed { error } => out += &format!("\nerror:     {error}"),
+        // A state of a newer runtime: the command pins its runtime (`=x.y.z`), so it knows
+        // every state the runtime reads; the line above says which.
+        _ => {}
     }
     if let Some(until) = record.retain_until_ms {
         out += &format!("\nkept until {}", when(until));
@@ -45,7 +48,7 @@ pub fn detail(entry: &ListedRecord) -> String {
 
 /// A record as one JSON object: stored JSON (request, result, error) as JSON, times as
 /// RFC 3339.
-pub fn json_line(entry: &ListedRecord) -> String {
+pub(crate) fn json_line(entry: &ListedRecord) -> String {
     let record = &entry.record;
     let stored = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()));
     let mut object = json!({
@@ -64,6 +67,7 @@ pub fn json_line(entry: &ListedRecord) -> String {
         }
         RecordState::Completed { result } => object["result"] = stored(result),
         RecordState::Failed { error } => object["error"] = stored(error),
+        _ => {}
     }
     if let Some(until) = record.retain_until_ms {
         object["retain_until"] = json!(rfc3339(until));
@@ -71,11 +75,11 @@ pub fn json_line(entry: &ListedRecord) -> String {
     object.to_string()
 }
 
-pub fn count(count: &StateCount) -> String {
+pub(crate) fn count(count: &StateCount) -> String {
     format!("{:<12} {:<30} {:>8}  (oldest {})", count.state, count.namespace, count.records, when(count.oldest_ms))
 }
 
-pub fn json_count(count: &StateCount) -> String {
+pub(crate) fn json_count(count: &StateCount) -> String {
     json!({
         "namespace": count.namespace,
         "state": count.state,
@@ -97,6 +101,8 @@ fn state(state: &RecordState) -> &'static str {
         RecordState::InProgress { lease_expired: true, .. } => "abandoned",
         RecordState::Completed { .. } => "completed",
         RecordState::Failed { .. } => "failed",
+        // RecordState is non-exhaustive; the command pins its runtime, so this is never shown.
+        _ => "unknown",
     }
 }
 

@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Token};
+use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, Token};
 use postgres::{pg_url, sql, sql_strings};
 
 #[path = "cli/escaped_keys.rs"]
@@ -389,8 +389,7 @@ fn postgres_stores_are_read_and_never_created() {
     let schemas = format!("SELECT nspname::text FROM pg_namespace WHERE nspname = '{schema}'");
     assert!(sql_strings(&url, &schemas).is_empty(), "the command created nothing");
     let id = RecordId { namespace: "shop::pay", key: "pay:9" };
-    let reserved =
-        idem_runtime::Store::reserve(&store, Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO });
+    let reserved = Store::reserve(&store, Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO });
     assert!(matches!(reserved, Ok(Reservation::Acquired { .. })), "{reserved:?}");
 
     let listed = pg(&["list", "--state", "abandoned", "--json"]);
@@ -401,7 +400,7 @@ fn postgres_stores_are_read_and_never_created() {
     assert!(counted.contains("abandoned") && counted.contains("shop::pay"), "{counted}");
     let resolved = pg(&["resolve", "shop::pay", "pay:9", "--done", r#"{"charge":"ch_9"}"#, "--yes"]);
     assert!(resolved.status.success(), "{}", text(&resolved));
-    let record = idem_runtime::Store::read(&store, id).unwrap().unwrap();
+    let record = Store::read(&store, id).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: r#"{"charge":"ch_9"}"#.into() });
     sql(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

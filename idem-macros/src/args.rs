@@ -13,7 +13,7 @@ const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, n
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
-pub struct Args {
+pub(crate) struct Args {
     pub key: Option<LitStr>,
     pub compare: Vec<FieldPath>,
     pub store: Option<Expr>,
@@ -39,16 +39,16 @@ pub struct Args {
 
 /// A compared field as written: `amount` or `req.amount`.
 #[derive(Clone)]
-pub struct FieldPath {
+pub(crate) struct FieldPath {
     pub segments: Vec<Ident>,
 }
 
 impl FieldPath {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.segments.iter().map(Ident::to_string).collect::<Vec<_>>().join(".")
     }
 
-    pub fn root(&self) -> &Ident {
+    pub(crate) fn root(&self) -> &Ident {
         &self.segments[0]
     }
 }
@@ -65,7 +65,7 @@ impl syn::parse::Parse for FieldPath {
 }
 
 /// Parses the attribute's arguments, collecting every mistake into `errors`.
-pub fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
+pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
     let mut args = Args {
         key: None,
         compare: Vec::new(),

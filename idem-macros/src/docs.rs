@@ -7,7 +7,7 @@ use syn::{Attribute, Expr, ExprLit, Lit, Meta};
 /// The doc comment of `attrs` as paragraphs ([`paragraphs`]), or `None` when it has no
 /// text or one of its `#[doc]`s is not a string literal (`#[doc = include_str!(..)]`):
 /// that one is left to the framework.
-pub fn description(attrs: &[Attribute]) -> Option<String> {
+pub(crate) fn description(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs.iter().filter(|attr| attr.path().is_ident("doc")) {
         match &attr.meta {
@@ -26,7 +26,7 @@ pub fn description(attrs: &[Attribute]) -> Option<String> {
 /// one leading space stripped per line, the lines of a paragraph joined with one space,
 /// paragraphs separated by a blank line. A line break stays before a list item (`- `,
 /// `* `, `+ `, `1. `), around a heading or a table row, and inside a ``` fence.
-pub fn paragraphs(docs: &[String]) -> String {
+pub(crate) fn paragraphs(docs: &[String]) -> String {
     let mut out = String::new();
     let mut fence: Option<&str> = None;
     let mut blank = false;

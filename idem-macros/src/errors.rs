@@ -4,25 +4,25 @@ use proc_macro2::Span;
 use std::fmt::Display;
 
 #[derive(Default)]
-pub struct Errors(Option<syn::Error>);
+pub(crate) struct Errors(Option<syn::Error>);
 
 impl Errors {
-    pub fn push(&mut self, error: syn::Error) {
+    pub(crate) fn push(&mut self, error: syn::Error) {
         match &mut self.0 {
             Some(all) => all.combine(error),
             None => self.0 = Some(error),
         }
     }
 
-    pub fn at(&mut self, span: Span, message: impl Display) {
+    pub(crate) fn at(&mut self, span: Span, message: impl Display) {
         self.push(syn::Error::new(span, message));
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_none()
     }
 
-    pub fn into_error(self) -> Option<syn::Error> {
+    pub(crate) fn into_error(self) -> Option<syn::Error> {
         self.0
     }
 }

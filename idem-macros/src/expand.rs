@@ -52,11 +52,11 @@ mod status;
 mod task;
 
 use record_id::record_id_fn;
-pub use status::status_json_name;
+pub(crate) use status::status_json_name;
 use status::{status_fn, status_json_fn};
 use task::task_state_fn;
 
-pub fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
+pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let krate = &plan.krate;
     let tool = tool_static(plan, item);
     let ret = return_type(item);
@@ -262,7 +262,7 @@ fn store_expr(plan: &Plan) -> TokenStream {
 /// The facade's path with every token at `span`. Inside `quote_spanned!` the path must
 /// carry the span of the tokens around it: a path at the attribute's span makes rustc
 /// report an unmet bound twice, once at the attribute.
-pub fn krate_at(plan: &Plan, span: Span) -> TokenStream {
+pub(crate) fn krate_at(plan: &Plan, span: Span) -> TokenStream {
     let path = plan.krate.to_token_stream();
     path.into_iter()
         .map(|mut token| {

@@ -18,7 +18,7 @@ use crate::errors::Errors;
 
 /// The framework whose tool attribute sits below `#[idempotent]`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Framework {
+pub(crate) enum Framework {
     None,
     /// rmcp's `#[tool]`.
     Rmcp,
@@ -27,11 +27,11 @@ pub enum Framework {
 }
 
 /// Whether an attribute's path ends in `name` (`tool`, `rmcp::tool`).
-pub fn is_attr(attr: &Attribute, name: &str) -> bool {
+pub(crate) fn is_attr(attr: &Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|segment| segment.ident == name)
 }
 
-pub fn detect(attrs: &[Attribute]) -> Framework {
+pub(crate) fn detect(attrs: &[Attribute]) -> Framework {
     if attrs.iter().any(|attr| is_attr(attr, "tool")) {
         Framework::Rmcp
     } else if attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
@@ -45,7 +45,7 @@ pub fn detect(attrs: &[Attribute]) -> Framework {
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
 /// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
 /// comment as paragraphs (`docs::description`): both would join its lines with "\n".
-pub fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
+pub(crate) fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
     let description = crate::docs::description(attrs);
     let description = description.as_deref();
     attrs
@@ -110,7 +110,7 @@ fn rebuilt(attr: &Attribute, description: Option<&str>, hint: bool) -> Attribute
 
 /// The `#[rig_tool]` of a rig tool's status function: the tool's attribute path, and the
 /// descriptions its `params(...)` gives the parameters the status function keeps.
-pub fn rig_status_attr(attr: &Attribute, kept: &[String]) -> TokenStream {
+pub(crate) fn rig_status_attr(attr: &Attribute, kept: &[String]) -> TokenStream {
     let path = attr.path();
     let described: Vec<TokenStream> = match &attr.meta {
         Meta::List(list) => list
@@ -135,7 +135,7 @@ pub fn rig_status_attr(attr: &Attribute, kept: &[String]) -> TokenStream {
 /// `#[idempotent]` placed below rmcp's `#[tool]` sees a sync function returning
 /// `Pin<Box<dyn Future<Output = R> + Send + '_>>`: rmcp has already registered the tool's
 /// annotations and boxed its body. Tell the user to swap the attributes.
-pub fn check_order(item: &ItemFn, errors: &mut Errors) {
+pub(crate) fn check_order(item: &ItemFn, errors: &mut Errors) {
     let sig = &item.sig;
     if sig.asyncness.is_none()
         && let ReturnType::Type(_, ty) = &sig.output
@@ -153,7 +153,7 @@ pub fn check_order(item: &ItemFn, errors: &mut Errors) {
 
 /// rmcp's `Json<T>` wrapper (alone or as a `Result`'s `Ok` type) cannot be stored and
 /// replayed: say what to return instead, once, rather than a cascade of serde errors.
-pub fn check_rmcp_return(item: &ItemFn, errors: &mut Errors) {
+pub(crate) fn check_rmcp_return(item: &ItemFn, errors: &mut Errors) {
     let ReturnType::Type(_, ty) = &item.sig.output else { return };
     let ok_type = match last_segment(ty) {
         Some(segment) if segment.ident == "Result" => match &segment.arguments {

@@ -12,7 +12,7 @@
 use crate::errors::Errors;
 
 /// Reports `crate = "name"` when `name` is no dependency of the crate being compiled.
-pub fn check(path: &syn::Path, errors: &mut Errors) {
+pub(crate) fn check(path: &syn::Path, errors: &mut Errors) {
     let [segment] = path.segments.iter().collect::<Vec<_>>()[..] else { return };
     let args: Vec<String> = std::env::args().collect();
     let Some(externs) = externs(&args) else { return };

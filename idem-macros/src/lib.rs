@@ -2,6 +2,8 @@
 //! an implementation detail: depend on `idem-tools`, which re-exports the attribute as
 //! `idem::idempotent`.
 
+#![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
+
 mod args;
 mod docs;
 mod errors;

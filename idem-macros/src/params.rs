@@ -5,7 +5,7 @@
 use syn::{FnArg, Ident, Member, Pat, Signature, Type};
 
 /// One name in scope in the function body.
-pub struct Binding {
+pub(crate) struct Binding {
     pub ident: Ident,
     /// The declared type, known when the parameter is a plain `name: Type`.
     pub ty: Option<Type>,
@@ -18,7 +18,7 @@ pub struct Binding {
 }
 
 /// Every name the parameters bind, in order.
-pub fn bindings(sig: &Signature) -> Vec<Binding> {
+pub(crate) fn bindings(sig: &Signature) -> Vec<Binding> {
     let mut out = Vec::new();
     for (arg, input) in sig.inputs.iter().enumerate() {
         if let FnArg::Typed(typed) = input {
@@ -37,7 +37,7 @@ pub fn bindings(sig: &Signature) -> Vec<Binding> {
 }
 
 /// rmcp's `Parameters<T>`, spelled with any path prefix.
-pub fn is_parameters(ty: &Type) -> bool {
+pub(crate) fn is_parameters(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| {
         s.ident == "Parameters" && matches!(&s.arguments, syn::PathArguments::AngleBracketed(args) if args.args.len() == 1)
     }))
@@ -75,7 +75,7 @@ fn walk(pat: &Pat, ty: Option<Type>, arg: usize, path: Option<Vec<String>>, out:
 /// `req.amount` where `Parameters(req)` binds the arguments, `period` for `p` bound by
 /// `Parameters(Req { period: p, .. })`; the Rust path where the model sends that path itself
 /// (a plain parameter `req`) or where nothing is known.
-pub fn model_name(bindings: &[Binding], path: &[String]) -> String {
+pub(crate) fn model_name(bindings: &[Binding], path: &[String]) -> String {
     let fields = bindings.iter().find(|b| b.ident == path[0]).and_then(|b| b.params_path.as_ref());
     match fields {
         Some(fields) if !(fields.is_empty() && path.len() == 1) => {
@@ -86,7 +86,7 @@ pub fn model_name(bindings: &[Binding], path: &[String]) -> String {
 }
 
 /// The names, for "available: ..." lists.
-pub fn names(bindings: &[Binding]) -> String {
+pub(crate) fn names(bindings: &[Binding]) -> String {
     if bindings.is_empty() {
         return "none: the function has no named parameters".to_owned();
     }

@@ -16,7 +16,7 @@ use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 use crate::params::Binding;
 
 /// Each binding `tokens` read, once, in order of first read, with the span of that read.
-pub fn reads(tokens: TokenStream, bindings: &[Binding]) -> Vec<(&Binding, Span)> {
+pub(crate) fn reads(tokens: TokenStream, bindings: &[Binding]) -> Vec<(&Binding, Span)> {
     let mut found = Vec::new();
     walk(tokens, false, bindings, &mut found);
     found
@@ -24,7 +24,7 @@ pub fn reads(tokens: TokenStream, bindings: &[Binding]) -> Vec<(&Binding, Span)>
 
 /// The signature indices of the arguments that bind what `tokens` read, in order of first
 /// read, each once.
-pub fn inputs(tokens: TokenStream, bindings: &[Binding]) -> Vec<usize> {
+pub(crate) fn inputs(tokens: TokenStream, bindings: &[Binding]) -> Vec<usize> {
     let mut args: Vec<usize> = Vec::new();
     for (binding, _) in reads(tokens, bindings) {
         if !args.contains(&binding.arg) {

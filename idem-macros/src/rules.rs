@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::Type;
 
 /// Why a name cannot be a key field, or `None` when it can.
-pub fn forbidden_name(name: &str) -> Option<&'static str> {
+pub(crate) fn forbidden_name(name: &str) -> Option<&'static str> {
     let name = name.to_ascii_lowercase();
     let n = name.as_str();
     const CLOCK: &[&str] = &[
@@ -48,7 +48,7 @@ pub fn forbidden_name(name: &str) -> Option<&'static str> {
 
 /// Why a type cannot be a key field, or `None` when nothing in its name says so (the
 /// `KeyPart` trait still checks it).
-pub fn forbidden_type(ty: &Type) -> Option<(&'static str, String)> {
+pub(crate) fn forbidden_type(ty: &Type) -> Option<(&'static str, String)> {
     let mut found = None;
     walk_idents(ty.to_token_stream(), &mut |ident| {
         let why = match ident {
@@ -72,11 +72,11 @@ fn walk_idents(tokens: proc_macro2::TokenStream, visit: &mut impl FnMut(&str)) {
     }
 }
 
-pub const CLOCK_WHY: &str = "is a clock reading: a retry a moment later would get another key and run the action again; key on what identifies the action (a customer, a period, an order id), or on an event_id or request_id created once before the first attempt";
-pub const ATTEMPT_WHY: &str = "identifies the attempt, not the action: the model's retry after a timeout is a new tool call with a new id, so it would get another key and run the action again; key on what identifies the action (a customer, a period, an order id), or on an event_id or request_id created once before the first attempt";
-pub const RANDOM_WHY: &str = "is random per call: every retry would get another key and run the action again; key on what identifies the action, or on a request_id created once before the first attempt and reused by every retry";
-pub const FLOAT_WHY: &str = "is a float: floats are not exact (0.1 + 0.2 != 0.3), so the same amount can give two keys; key on an identifier and put the amount in `compare = [...]`, or use integer cents";
-pub const TYPE_CLOCK_WHY: &str = "is a clock type: a retry a moment later would carry another time, get another key and run the action again; key on what identifies the action, or on a business date (a billing period, a `NaiveDate`)";
+pub(crate) const CLOCK_WHY: &str = "is a clock reading: a retry a moment later would get another key and run the action again; key on what identifies the action (a customer, a period, an order id), or on an event_id or request_id created once before the first attempt";
+pub(crate) const ATTEMPT_WHY: &str = "identifies the attempt, not the action: the model's retry after a timeout is a new tool call with a new id, so it would get another key and run the action again; key on what identifies the action (a customer, a period, an order id), or on an event_id or request_id created once before the first attempt";
+pub(crate) const RANDOM_WHY: &str = "is random per call: every retry would get another key and run the action again; key on what identifies the action, or on a request_id created once before the first attempt and reused by every retry";
+pub(crate) const FLOAT_WHY: &str = "is a float: floats are not exact (0.1 + 0.2 != 0.3), so the same amount can give two keys; key on an identifier and put the amount in `compare = [...]`, or use integer cents";
+pub(crate) const TYPE_CLOCK_WHY: &str = "is a clock type: a retry a moment later would carry another time, get another key and run the action again; key on what identifies the action, or on a business date (a billing period, a `NaiveDate`)";
 
 #[cfg(test)]
 mod tests {

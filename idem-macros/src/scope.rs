@@ -22,7 +22,7 @@ use crate::reads;
 /// (`Extension<T>`), not its `Parameters<T>`; a rig tool's arguments are all the model's,
 /// so its scope may read none of them. Each model binding the scope reads is refused where
 /// the scope reads it, by its name.
-pub fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
+pub(crate) fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
     let framework = frameworks::detect(&item.attrs);
     let mut inputs = Vec::new();
     for (binding, read_at) in reads::reads(scope.to_token_stream(), bindings) {
@@ -52,7 +52,7 @@ pub fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Er
 /// An rmcp tool that takes an `Extension<T>` or the whole `Extensions` (how rmcp hands a
 /// tool the authenticated request) serves many callers, yet without `scope` its records are shared by all of
 /// them: that deserves a warning, unless `unscoped` says it is meant.
-pub fn unscoped_identity(
+pub(crate) fn unscoped_identity(
     (scope, unscoped): (&Option<Expr>, &Option<Ident>),
     item: &ItemFn,
     errors: &mut Errors,
@@ -79,7 +79,7 @@ pub fn unscoped_identity(
 /// A warning (stable Rust has no other way for a macro to warn: the use of a deprecated
 /// item, spanned at the extractor) for tool `name`, which takes the caller's identity but
 /// shares its records across callers: `identity` is what [`unscoped_identity`] found.
-pub fn unscoped_warning(identity: Option<&(Span, String)>, name: &Ident) -> TokenStream {
+pub(crate) fn unscoped_warning(identity: Option<&(Span, String)>, name: &Ident) -> TokenStream {
     let Some((span, ty)) = identity else { return TokenStream::new() };
     let note = format!(
         "`{name}` takes `{}`, the caller's identity, but its idempotency records are shared by every caller: \

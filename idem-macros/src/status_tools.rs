@@ -71,7 +71,7 @@ use crate::errors::Errors;
 use crate::frameworks::is_attr;
 use crate::validate::{ParamsKey, Plan};
 
-pub fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+pub(crate) fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if let Some(token) = attr.into_iter().next() {
         return Err(syn::Error::new(token.span(), "#[idem::status_tools] takes no arguments"));
     }

@@ -50,7 +50,7 @@ use syn::{FnArg, ImplItem, ImplItemFn, ItemImpl, Pat};
 use crate::errors::Errors;
 use crate::frameworks::is_attr;
 
-pub fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+pub(crate) fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let krate: syn::Path = if attr.is_empty() {
         syn::parse_quote!(::idem)
     } else {
@@ -211,7 +211,7 @@ fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
 /// The `ServesTasks` impl for the type of a `#[tool_router]` impl: `tasks/get` asks each
 /// async `#[idempotent]` `#[tool]` method whether the task is its own. `None` when the
 /// impl has no such method.
-pub fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
+pub(crate) fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
     let mut krate = None;
     let mut asks = Vec::new();
     for item in &item_impl.items {

@@ -15,14 +15,14 @@ use std::fmt;
 
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Literal(String),
     Placeholder(Placeholder),
 }
 
 /// A placeholder: which value, and how to render it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placeholder {
+pub(crate) struct Placeholder {
     /// The parameter (or pattern binding) and the field path below it.
     pub path: Vec<String>,
     /// `:exact`: no normalization.
@@ -33,7 +33,7 @@ pub struct Placeholder {
 
 impl Placeholder {
     /// The path as written, e.g. `req.customer`.
-    pub fn path_text(&self) -> String {
+    pub(crate) fn path_text(&self) -> String {
         self.path.join(".")
     }
 }
@@ -54,7 +54,7 @@ impl fmt::Display for Placeholder {
 /// What is wrong with a template. Each names the offending text exactly, because a
 /// diagnostic can only point at the whole string literal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TemplateError {
+pub(crate) enum TemplateError {
     Empty,
     Unclosed { from: String },
     StrayClose { at: String },
@@ -114,7 +114,7 @@ impl fmt::Display for TemplateError {
 }
 
 /// Parses a key template.
-pub fn parse(template: &str) -> Result<Vec<Piece>, TemplateError> {
+pub(crate) fn parse(template: &str) -> Result<Vec<Piece>, TemplateError> {
     if template.is_empty() {
         return Err(TemplateError::Empty);
     }

@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 
+use idem_runtime::__private::normalize;
 use idem_runtime::__private::{FieldMode, KeyPart, Segment, build_key};
-use idem_runtime::normalize;
 
 use crate::template::{Piece, TemplateError, parse};
 

@@ -12,7 +12,7 @@ use crate::rules;
 use crate::template::{self, Piece, Placeholder};
 
 /// A validated attribute: everything expansion needs.
-pub struct Plan {
+pub(crate) struct Plan {
     pub pieces: Vec<Piece>,
     /// One per placeholder, in template order: the binding it starts from.
     pub key_fields: Vec<KeyField>,
@@ -55,7 +55,7 @@ pub struct Plan {
 /// The key of an rmcp tool as JSON arguments: every key field comes from one
 /// `Parameters(req): Parameters<T>` argument (`<req.customer>`, or a name bound in its
 /// pattern), so a status tool can take those top-level properties only.
-pub struct ParamsKey {
+pub(crate) struct ParamsKey {
     /// The index of the `Parameters<T>` argument in the signature's inputs.
     pub arg: usize,
     /// The top-level JSON properties the key reads (field names of `T`), in template order,
@@ -66,7 +66,7 @@ pub struct ParamsKey {
     pub parts: Vec<(usize, Vec<String>)>,
 }
 
-pub struct KeyField {
+pub(crate) struct KeyField {
     pub placeholder: Placeholder,
     /// The binding, spanned where the user declared it.
     pub root: Ident,
@@ -74,7 +74,7 @@ pub struct KeyField {
     pub model_name: String,
 }
 
-pub fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
+pub(crate) fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
     if let Some(krate) = &args.krate {
         crate::krate::check(krate, errors);
@@ -235,7 +235,7 @@ fn params_key(
     Some(ParamsKey { arg, fields, parts })
 }
 
-/// idem's default lease, `idem::DEFAULT_LEASE` (a test of the facade pins the two together).
+/// idem's default lease, `idem::store::DEFAULT_LEASE` (a test of the facade pins the two together).
 const DEFAULT_LEASE_MS: u64 = 30_000;
 
 /// Renewal stops at `max_hold`, so a `max_hold` shorter than one lease would never renew.

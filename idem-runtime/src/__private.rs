@@ -2,18 +2,18 @@
 
 pub use crate::__idem_instruments as instruments;
 pub use crate::call::{
-    AsyncAnswer, Call, Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, ErrorPolicy, Keep, KeptError,
-    NoReconcile, Reconcile, Release, SyncAnswer, Tool, keep, reconcile_async, reconcile_sync, run_async,
-    run_async_timeout, run_sync,
+    AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving, SyncAnswer,
+    TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
-pub use crate::frameworks::{Rmcp, StatusTool};
-pub use crate::key::{FieldMode, KeyPart, Segment};
+pub use crate::frameworks::status_tool::{Rmcp, StatusTool};
+pub use crate::key::{FieldMode, KeyPart, Segment, normalize};
 pub use crate::observe::conventions::SPAN_FIELDS;
 pub use crate::observe::{Instruments, SpanCallsite};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
+pub use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
 pub use tracing;
 
 /// Checks a key field's type where the user wrote it: the expansion calls this with the
@@ -64,9 +64,22 @@ impl<T, E> ResultParts for Result<T, E> {
 /// Names the error type of a tool returning `Result<T, E>`.
 pub type ErrorOf<O> = <O as ResultParts>::Error;
 
-/// rmcp glue the `#[idem::status_tools]` expansion calls.
+/// rmcp glue the `#[idem::tasks]` and `#[idem::status_tools]` expansions call.
 #[cfg(feature = "rmcp")]
-pub use crate::frameworks::rmcp;
+pub mod rmcp {
+    /// MCP Tasks: what `#[idem::tasks]` generates and `#[idempotent]` on an rmcp tool names.
+    pub mod tasks {
+        pub use crate::frameworks::rmcp::tasks::{
+            Answer, Ask, Caller, OwnedServer, SERVING, ServesTasks, Tasks, ToolAnswer, acknowledged, advertise, ask,
+            first_answer, offered, owned_server, serve_call, state_of,
+        };
+    }
+}
+// Also here, for compile errors: rustc names a hidden item by its path only when it is one
+// of `__private`'s own items (it does not look inside modules of a `doc(hidden)` module), and
+// would otherwise print a path that reads like rmcp's own (`rmcp::tasks::ServesTasks`).
 /// An rmcp status tool's input: the key's fields only.
 #[cfg(feature = "rmcp")]
 pub use crate::frameworks::rmcp::status_input::{StatusArgs, StatusInput, status_input_schema};
+#[cfg(feature = "rmcp")]
+pub use crate::frameworks::rmcp::tasks::{OwnedServer, ServesTasks};

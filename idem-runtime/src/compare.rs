@@ -15,7 +15,7 @@ use crate::canonical::{canonical, write_canonical_bytes, write_json};
 use crate::error::{Error, ErrorCode};
 
 /// One compared field's value, serialized before the body runs.
-pub type ComparedValue = Result<Value, serde_json::Error>;
+pub(crate) type ComparedValue = Result<Value, serde_json::Error>;
 
 /// Serializes one compared field.
 pub fn compared<T: Serialize + ?Sized>(value: &T) -> ComparedValue {
@@ -24,7 +24,7 @@ pub fn compared<T: Serialize + ?Sized>(value: &T) -> ComparedValue {
 
 /// The canonical JSON of a tool's compared fields. `names` and `values` are in the same
 /// order; the names are sorted here, so the order of `compare = [...]` does not matter.
-pub fn request_json(
+pub(crate) fn request_json(
     tool_name: &str,
     names: &[&str],
     values: impl IntoIterator<Item = ComparedValue>,
@@ -76,7 +76,7 @@ fn write_field(i: usize, name: &str, value: &Value, out: &mut Vec<u8>) {
 /// A stored request with its fields renamed from `from` to `to` (parallel lists), in the
 /// canonical form: how a record written under the Rust names of the fields (`req.amount`)
 /// reads under the names the model knows (`amount`). `None` when it names none of them.
-pub fn renamed(stored: &str, from: &[&str], to: &[&str]) -> Option<String> {
+pub(crate) fn renamed(stored: &str, from: &[&str], to: &[&str]) -> Option<String> {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(stored) else { return None };
     if !fields.keys().any(|name| from.contains(&name.as_str())) {
         return None;

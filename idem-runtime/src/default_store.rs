@@ -13,17 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, SqliteStore, Store, StoreError, Token};
+use crate::store::{
+    Completion, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, Record, RecordId, Renew, Reservation, Reserve, SqliteStore,
+    Store, StoreError, Token,
+};
 
 mod private;
-
-/// The environment variable that sets the default store's file, read on first use.
-pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
-
-/// The default store's file name, in the directory `idem` of the user's data directory
-/// (see [`default_store_path`]), when neither [`set_default_store_path`] nor `IDEM_DB`
-/// names a file.
-pub const DEFAULT_STORE_FILE: &str = "idem.db";
 
 static STORE: OnceLock<SqliteStore> = OnceLock::new();
 /// The path, once fixed: by the first [`default_store_path`] or the first open, under the

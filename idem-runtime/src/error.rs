@@ -1,8 +1,10 @@
-//! The structured tool error every idem answer that is not a result takes.
+//! The structured tool error every idem answer that is not a result takes: [`Error`], its
+//! stable [`ErrorCode`], and the details some errors carry ([`Running`] for IN_PROGRESS
+//! and TIMEOUT, [`FieldDifference`] for CONFLICT).
 
 use std::fmt;
 
-use crate::difference::FieldDifference;
+pub use crate::difference::FieldDifference;
 
 mod wire;
 

@@ -305,7 +305,7 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
 /// Whether `c` stands for itself in key field values (letters, digits and `- . _ ~`,
 /// plus all non-ASCII characters). Every other ASCII character is percent-encoded, so
 /// any of them in the template's literal text separates fields unambiguously.
-pub fn is_unreserved(c: char) -> bool {
+pub(crate) fn is_unreserved(c: char) -> bool {
     !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
 }
 

@@ -33,8 +33,8 @@ use crate::error::Error;
 /// for a float that may not be finite.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry idem's answers (a replay, IN_PROGRESS, CONFLICT, ...)",
-    label = "the return type of an #[idempotent] tool must implement `idem::ToolOutput`",
-    note = "return `Result<T, E>` where `T: serde::Serialize + serde::de::DeserializeOwned` (it is stored and replayed) and `E: From<idem::Error>`, or implement `idem::ToolOutput` for this type"
+    label = "the return type of an #[idempotent] tool must implement `idem::frameworks::ToolOutput`",
+    note = "return `Result<T, E>` where `T: serde::Serialize + serde::de::DeserializeOwned` (it is stored and replayed) and `E: From<idem::Error>`, or implement `idem::frameworks::ToolOutput` for this type"
 )]
 pub trait ToolOutput: Sized {
     /// What is stored when the body succeeds, and replayed to later calls.
@@ -101,7 +101,7 @@ pub const REPLAYED_FIELD: &str = "replayed";
 ///
 /// ```
 /// use std::collections::HashMap;
-/// use idem_runtime::replay_value;
+/// use idem_runtime::frameworks::replay_value;
 ///
 /// #[derive(serde::Deserialize)]
 /// struct Invoice { id: String, #[serde(default)] replayed: bool }

@@ -34,7 +34,7 @@ pub enum Status<T> {
         /// The last progress message the body reported (`idem::progress`), if any.
         progress: Option<String>,
         /// How long to wait before checking again, in milliseconds: see
-        /// [`Running::retry_after`](crate::Running::retry_after).
+        /// [`Running::retry_after`](crate::error::Running::retry_after).
         retry_after_ms: u64,
     },
     /// The action happened; its result.

@@ -1,8 +1,7 @@
 //! Properties of key building: distinct field tuples never give the same key, the same
 //! action spelled differently always does, and nothing panics.
 
-use idem_runtime::__private::{FieldMode, KeyPart, Segment, build_key};
-use idem_runtime::normalize;
+use idem_runtime::__private::{FieldMode, KeyPart, Segment, build_key, normalize};
 use proptest::prelude::*;
 
 /// Field values drawn from the characters that make escaping hard: separators, the escape

@@ -5,8 +5,10 @@ use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use idem::store::Store;
 use idem::store::{Completion, FromSync, Record, RecordId, Renew, Reservation, Reserve, StoreError, Token};
-use idem::{MemoryStore, Outcome, Store, idempotent};
+use idem::telemetry::Outcome;
+use idem::{MemoryStore, idempotent};
 
 /// A sync store that counts its reservations, over a `MemoryStore`.
 #[derive(Default)]
@@ -71,10 +73,10 @@ fn a_sync_store_wrapped_in_from_sync_serves_async_and_sync_tools() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     runtime.block_on(async {
         assert_eq!(send_mail("ann".into()).await.unwrap(), "sent to ann");
-        let (again, calls) = idem::observe_async(send_mail("ann".into())).await;
+        let (again, calls) = idem::telemetry::observe_async(send_mail("ann".into())).await;
         assert_eq!((again.unwrap(), calls[0].outcome), ("sent to ann".to_owned(), Outcome::Replayed));
     });
-    let (again, calls) = idem::observe(|| send_mail_sync("ann".into()));
+    let (again, calls) = idem::telemetry::observe(|| send_mail_sync("ann".into()));
     assert_eq!((again.unwrap(), calls[0].outcome), ("sent to ann".to_owned(), Outcome::Replayed));
     assert_eq!(SENT.load(Ordering::SeqCst), 1, "one effect");
     assert_eq!(STORE.0.reserves.load(Ordering::SeqCst), 3, "every call went through the custom store");

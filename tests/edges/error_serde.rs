@@ -3,7 +3,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use idem::{ErrorCode, MemoryStore, Outcome, idempotent};
+use idem::telemetry::Outcome;
+use idem::{ErrorCode, MemoryStore, idempotent};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -31,7 +32,7 @@ fn an_error_enum_that_wraps_idem_error_can_be_kept() {
     let store = MemoryStore::new();
     let declined = PayError::Declined { reason: "insufficient funds".into() };
     assert_eq!(charge(&store, 1, 10), Err(declined));
-    let (again, calls) = idem::observe(|| charge(&store, 1, 10));
+    let (again, calls) = idem::telemetry::observe(|| charge(&store, 1, 10));
     assert_eq!(calls[0].outcome, Outcome::Replayed);
     assert!(matches!(again, Err(PayError::Declined { .. })));
     // idem's own answers reach the caller through the same enum.

@@ -40,7 +40,7 @@ fn functions_of_one_name_in_two_modules_are_two_tools() {
     assert_eq!((email::SENT.load(Ordering::SeqCst), sms::SENT.load(Ordering::SeqCst)), (1, 1));
     assert!(matches!(sms::notify_status("u1".into()), Ok(Status::Completed(text)) if text == "sms sent to u1"));
 
-    let metrics = idem::metrics();
+    let metrics = idem::telemetry::metrics();
     let namespaces: Vec<_> = metrics.iter().filter(|m| m.tool == "notify").map(|m| m.namespace).collect();
     assert!(namespaces.contains(&"edges::namespaces::email::notify"), "{namespaces:?}");
     assert!(namespaces.contains(&"edges::namespaces::sms::notify"), "{namespaces:?}");
@@ -160,8 +160,8 @@ mod records {
 /// settles records through a `Store` never repeats the namespace by hand.
 #[test]
 fn a_tools_record_id_reads_its_record_through_the_store() {
-    use idem::Store;
     use idem::store::RecordState;
+    use idem::store::Store;
 
     let id = records::notify_record_id("Record-User ".into()).unwrap();
     assert_eq!((id.namespace, id.key.as_str()), ("edges::namespaces::records::notify", "notify:record-user"));

@@ -1,7 +1,5 @@
 //! What the PostgreSQL edge tests share.
 
-use idem::store::postgres::tokio_postgres;
-
 /// Drops a test schema at the end, through a connection (and a runtime) of its own.
 pub fn drop_schema(url: &str, schema: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

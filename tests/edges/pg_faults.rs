@@ -20,10 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::postgres::{fresh_schema, test_url};
-use idem::store::postgres::tokio_postgres;
 
 use crate::pg::drop_schema;
-use idem::{ErrorCode, Outcome, PgStore, idempotent};
+use idem::telemetry::Outcome;
+use idem::{ErrorCode, PgStore, idempotent};
 
 /// The stores' `operation_timeout` here.
 const DEADLINE: Duration = Duration::from_secs(1);
@@ -222,13 +222,14 @@ fn a_network_that_stops_forwarding_is_store_unavailable_within_the_deadline() {
     // reserved, so a repeat is IN_PROGRESS, never a second run.
     let stall = || proxy.stall(true);
     let started = Instant::now();
-    let (answer, calls) = idem::observe(|| charge(&store, "late".into(), &effects, &stall));
+    let (answer, calls) = idem::telemetry::observe(|| charge(&store, "late".into(), &effects, &stall));
     assert_eq!(answer.unwrap(), "charged late");
     assert_eq!(calls[0].outcome, Outcome::Unrecorded);
     assert!(started.elapsed() < BOUND, "sync: answered after {:?}", started.elapsed());
     proxy.stall(false);
     let started = Instant::now();
-    let (answer, calls) = runtime.block_on(idem::observe_async(charge_async(&store, "late".into(), &effects, &stall)));
+    let (answer, calls) =
+        runtime.block_on(idem::telemetry::observe_async(charge_async(&store, "late".into(), &effects, &stall)));
     assert_eq!(answer.unwrap(), "charged late");
     assert_eq!(calls[0].outcome, Outcome::Unrecorded);
     assert!(started.elapsed() < BOUND, "async: answered after {:?}", started.elapsed());
@@ -331,7 +332,7 @@ fn a_frozen_backend_is_store_unavailable_within_the_deadline_and_the_pool_recove
     let freeze = || {
         cluster.signal_backends(APP, "STOP");
     };
-    let (answer, calls) = idem::observe(|| charge(&store, "late".into(), &effects, &freeze));
+    let (answer, calls) = idem::telemetry::observe(|| charge(&store, "late".into(), &effects, &freeze));
     assert_eq!(answer.unwrap(), "charged late");
     assert_eq!(calls[0].outcome, Outcome::Fresh, "recorded on a second attempt");
 

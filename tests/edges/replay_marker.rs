@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use idem::{MemoryStore, Outcome, idempotent};
+use idem::telemetry::Outcome;
+use idem::{MemoryStore, idempotent};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -39,7 +40,7 @@ fn receipt(store: &MemoryStore, order: u32) -> Result<Receipt, idem::Error> {
 /// Calls `tool` twice; the second call must be a replay. Returns both answers.
 fn twice<T>(mut tool: impl FnMut() -> Result<T, idem::Error>) -> (T, T) {
     let first = tool().unwrap();
-    let (again, calls) = idem::observe(&mut tool);
+    let (again, calls) = idem::telemetry::observe(&mut tool);
     assert_eq!(calls[0].outcome, Outcome::Replayed);
     (first, again.unwrap())
 }

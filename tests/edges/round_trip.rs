@@ -6,7 +6,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use idem::{Abandoned, ErrorCode, MemoryStore, Outcome, Reconciled, Status, idempotent};
+use idem::telemetry::Outcome;
+use idem::{Abandoned, ErrorCode, MemoryStore, Reconciled, Status, idempotent};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -27,7 +28,7 @@ fn record_reading(store: &MemoryStore, sensor: String) -> Result<Reading, idem::
 #[test]
 fn a_result_that_does_not_survive_its_round_trip_is_not_stored_and_never_poisons_the_key() {
     let store = MemoryStore::new();
-    let (first, calls) = idem::observe(|| record_reading(&store, "s1".into()));
+    let (first, calls) = idem::telemetry::observe(|| record_reading(&store, "s1".into()));
     let first = first.expect("the caller still gets its result");
     assert!(first.celsius.is_nan() && first.sensor == "s1");
     assert_eq!(calls[0].outcome, Outcome::Unrecorded);

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use idem::store::{AsyncStore, Store};
 use idem::store::{RecordId, RecordState};
-use idem::{AsyncStore, ErrorCode, MemoryStore, Reconciled, SqliteStore, Status, Store, idempotent};
+use idem::{ErrorCode, MemoryStore, Reconciled, SqliteStore, Status, idempotent};
 
 /// The tools' lease (`lease = "1500ms"`): a renewal every 500 ms leaves a second of slack.
 const LEASE: Duration = Duration::from_millis(1500);
@@ -321,7 +322,7 @@ fn a_body_past_its_max_hold_is_taken_over_a_lease_later_and_its_late_result_is_f
     let (store, gate) = (MemoryStore::new(), Gate::default());
     let started = Instant::now();
     std::thread::scope(|scope| {
-        let first = scope.spawn(|| idem::observe(|| held_too_long(&store, "q3".into(), &gate)));
+        let first = scope.spawn(|| idem::telemetry::observe(|| held_too_long(&store, "q3".into(), &gate)));
         let _open = gate.opens_on_drop();
         gate.wait_for_runs(1);
         let taken_over = loop {
@@ -339,7 +340,7 @@ fn a_body_past_its_max_hold_is_taken_over_a_lease_later_and_its_late_result_is_f
         gate.open();
         let (late, calls) = first.join().unwrap();
         assert_eq!(late.unwrap(), "run 1", "the first caller still gets its body's result");
-        assert_eq!(calls[0].outcome, idem::Outcome::Fenced, "but it is not recorded");
+        assert_eq!(calls[0].outcome, idem::telemetry::Outcome::Fenced, "but it is not recorded");
     });
     assert_eq!(held_too_long(&store, "q3".into(), &gate).unwrap(), "run 2", "the newer holder's record stands");
     assert_eq!(gate.runs.load(Ordering::SeqCst), 2);
@@ -375,8 +376,8 @@ fn max_hold_of_one_default_lease(store: &MemoryStore, x: String) -> Result<Strin
 
 #[test]
 fn the_default_lease_is_thirty_seconds_and_max_hold_an_hour() {
-    assert_eq!(idem::DEFAULT_LEASE, Duration::from_secs(30));
-    assert_eq!(idem::DEFAULT_MAX_HOLD, Duration::from_secs(3600));
+    assert_eq!(idem::store::DEFAULT_LEASE, Duration::from_secs(30));
+    assert_eq!(idem::store::DEFAULT_MAX_HOLD, Duration::from_secs(3600));
     assert_eq!(max_hold_of_one_default_lease(&MemoryStore::new(), "x".into()).unwrap(), "x");
     assert!(!idem::progress("outside a body"), "progress outside a body does nothing");
 }

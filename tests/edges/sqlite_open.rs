@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use idem::SqliteStore;
-use idem::store::{RecordId, Reservation, Reserve};
+use idem::store::{RecordId, Reservation, Reserve, Store};
 
 const PROCESSES: usize = 5;
 const FILES: usize = 200;

@@ -7,7 +7,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use idem::store::Admin;
-use idem::{MemoryStore, Outcome, Status, idempotent};
+use idem::telemetry::Outcome;
+use idem::{MemoryStore, Status, idempotent};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -38,7 +39,7 @@ fn send_invoice(
 /// then the tool. Either step's error is what the model is told.
 fn call(store: &MemoryStore, sent: &AtomicUsize, arguments: Value) -> (Result<String, String>, Option<Outcome>) {
     let parsed = serde_json::from_value::<SendInvoice>(arguments).map_err(|error| error.to_string());
-    let (answer, calls) = idem::observe(|| {
+    let (answer, calls) = idem::telemetry::observe(|| {
         let SendInvoice { customer, period, amount } = parsed?;
         send_invoice(store, sent, customer, period, amount).map_err(|error| error.to_string())
     });

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::postgres::{fresh_schema, test_url};
-use idem::{AsyncStore, ErrorCode, MemoryStore, SqliteStore, Status, Store, idempotent};
+use idem::store::{AsyncStore, Store};
+use idem::{ErrorCode, MemoryStore, SqliteStore, Status, idempotent};
 use proptest::prelude::*;
 
 /// Invoices sent, per (tenant, customer, period): the effect counted.

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::postgres::{fresh_schema, test_url};
 use idem::store::RecordId;
+use idem::store::{AsyncStore, Store};
 use idem::testing::conformance::PlantRecord;
-use idem::{AsyncStore, ErrorCode, MemoryStore, SqliteStore, Store, idempotent};
+use idem::{ErrorCode, MemoryStore, SqliteStore, idempotent};
 
 const NAMESPACE: &str = "unreadable.notify";
 const KEY: &str = "notify:u1";

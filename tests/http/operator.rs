@@ -29,7 +29,7 @@ async fn an_unknown_outcome_is_listed_and_settled_by_hand() {
 
     // Checked what happened: export 1 finished (record its response), export 2 did not.
     let response = r#"{"status":200,"headers":[["content-type","text/plain"]],"body":"exported by hand"}"#;
-    store.resolve_done(RecordId { namespace: "http", key: "exp%3A1" }, response, idem::DEFAULT_RETAIN).unwrap();
+    store.resolve_done(RecordId { namespace: "http", key: "exp%3A1" }, response, idem::store::DEFAULT_RETAIN).unwrap();
     store.resolve_release(RecordId { namespace: "http", key: "exp%3A2" }).unwrap();
     let settled = export("exp:1").await;
     assert_eq!((settled.status, settled.body.as_str(), settled.replayed()), (200, "exported by hand", true));

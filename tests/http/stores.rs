@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use idem::SqliteStore;
 use idem::http::IdempotencyLayer;
-use idem::{AsyncStore, SqliteStore};
+use idem::store::AsyncStore;
 use tokio::sync::Barrier;
 
 use crate::broken_store::BrokenStore;

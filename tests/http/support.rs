@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use idem::AsyncStore;
 use idem::http::IdempotencyLayer;
+use idem::store::AsyncStore;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

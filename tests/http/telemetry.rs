@@ -33,10 +33,12 @@ fn a_layers_requests_have_the_spans_and_counters_of_a_tool() {
         assert!(span.closed);
     }
     assert_eq!(spans[2].field("error.type"), Some("CONFLICT"));
-    let metrics = idem::metrics().into_iter().find(|tool| tool.tool == "billing_api").expect("the layer's counters");
+    let metrics =
+        idem::telemetry::metrics().into_iter().find(|tool| tool.tool == "billing_api").expect("the layer's counters");
     assert_eq!(metrics.namespace, "billing");
     assert_eq!(
-        [idem::Outcome::Fresh, idem::Outcome::Replayed, idem::Outcome::Conflict].map(|outcome| metrics.count(outcome)),
+        [idem::telemetry::Outcome::Fresh, idem::telemetry::Outcome::Replayed, idem::telemetry::Outcome::Conflict]
+            .map(|outcome| metrics.count(outcome)),
         [1, 1, 1]
     );
 }

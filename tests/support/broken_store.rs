@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use idem::AsyncStore;
+use idem::store::AsyncStore;
 use idem::store::{BoxFuture, Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 /// A store that fails every operation, as an unreachable database does.

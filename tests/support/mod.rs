@@ -8,7 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use idem::{AsyncStore, Store, idempotent};
+use idem::idempotent;
+use idem::store::{AsyncStore, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -84,7 +84,7 @@ fn the_facade_and_idem_metrics_count_the_same_answers() {
     });
     let after = in_process("telemetry::count_me");
     let snapshot: Snapshot = snapshotter.snapshot().into_vec();
-    for (outcome, wanted) in [(idem::Outcome::Fresh, 1), (idem::Outcome::Replayed, 2)] {
+    for (outcome, wanted) in [(idem::telemetry::Outcome::Fresh, 1), (idem::telemetry::Outcome::Replayed, 2)] {
         let labels = [("idem.namespace", "telemetry::count_me"), ("idem.outcome", outcome.as_str())];
         assert_eq!(metric(&snapshot, MetricKind::Counter, CALLS_METRIC, &labels), &DebugValue::Counter(wanted));
         assert_eq!(after[outcome as usize] - before[outcome as usize], wanted);
@@ -96,8 +96,8 @@ fn count_me(store: &MemoryStore, order: u32) -> Result<u32, idem::Error> {
     Ok(order)
 }
 
-/// `idem::metrics()`'s counts for the tool of `namespace`, by outcome.
+/// `idem::telemetry::metrics()`'s counts for the tool of `namespace`, by outcome.
 fn in_process(namespace: &str) -> Vec<u64> {
-    let tool = idem::metrics().into_iter().find(|tool| tool.namespace == namespace);
-    idem::Outcome::ALL.iter().map(|&outcome| tool.as_ref().map_or(0, |tool| tool.count(outcome))).collect()
+    let tool = idem::telemetry::metrics().into_iter().find(|tool| tool.namespace == namespace);
+    idem::telemetry::Outcome::ALL.iter().map(|&outcome| tool.as_ref().map_or(0, |tool| tool.count(outcome))).collect()
 }

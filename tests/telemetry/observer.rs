@@ -4,8 +4,9 @@
 use std::sync::{Arc, Barrier, Mutex};
 
 use idem::store::{Admin, RecordId};
+use idem::telemetry::Outcome;
 use idem::telemetry::{AbandonedBy, Happened, LifecycleEvent, Phase, Verdict, add_observer, remove_observer};
-use idem::{Abandoned, MemoryStore, Outcome, Reconciled, idempotent};
+use idem::{Abandoned, MemoryStore, Reconciled, idempotent};
 
 /// The events of one namespace's tool, as (key, phase, what happened).
 type Events = Arc<Mutex<Vec<(String, Phase, Happened)>>>;
@@ -38,7 +39,7 @@ fn a_late_finisher_is_fenced_and_the_observer_is_told() {
     let (entered, release) = (Barrier::new(2), Barrier::new(2));
     let events = watching("telemetry::ship", || {
         let (answer, calls) = std::thread::scope(|scope| {
-            let first = scope.spawn(|| idem::observe(|| ship(&store, 1, &entered, &release)));
+            let first = scope.spawn(|| idem::telemetry::observe(|| ship(&store, 1, &entered, &release)));
             entered.wait();
             // An operator releases the running call's key: its completion is fenced.
             store.resolve_release(RecordId { namespace: "telemetry::ship", key: "ship:1" }).unwrap();
@@ -75,7 +76,7 @@ fn an_abandoned_call_is_taken_over_and_reconciled_and_the_observer_is_told() {
         // and the hook says it was done.
         refund(&store, 2, false).unwrap();
         store.reopen(RecordId { namespace: "telemetry::refund", key: "refund:2" }).unwrap();
-        let (answer, calls) = idem::observe(|| refund(&store, 2, false));
+        let (answer, calls) = idem::telemetry::observe(|| refund(&store, 2, false));
         assert_eq!((answer.unwrap(), calls[0].outcome), (200, Outcome::Reconciled));
     });
     let order = |key: &str| events.iter().filter(|(k, ..)| k == key).map(|(_, p, h)| (*p, *h)).collect::<Vec<_>>();

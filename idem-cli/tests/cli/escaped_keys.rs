@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve};
+use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Store};
 
 use super::{idem, text};
 

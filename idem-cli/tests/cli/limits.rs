@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, RecordId, Reservation, Reserve, Synchronous};
+use idem_runtime::store::{Completion, RecordId, Reservation, Reserve, Store, Synchronous};
 
 use super::{idem, text};
 

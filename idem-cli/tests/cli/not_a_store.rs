@@ -218,7 +218,7 @@ fn a_store_no_process_has_open_is_a_store() {
     let store = SqliteStore::open(&db).unwrap();
     let id = idem_runtime::store::RecordId { namespace: "shop::pay", key: "pay:1" };
     let reserve = idem_runtime::store::Reserve { id, request: "{}", lease: std::time::Duration::ZERO };
-    idem_runtime::Store::reserve(&store, reserve).unwrap();
+    idem_runtime::store::Store::reserve(&store, reserve).unwrap();
     drop(store);
     assert!(!dir.path().join("idem.db-wal").exists(), "the last connection removed its WAL");
     let listed = idem(&db, &["list", "--state", "abandoned"], "");
@@ -226,5 +226,5 @@ fn a_store_no_process_has_open_is_a_store() {
     let released = idem(&db, &["resolve", "shop::pay", "pay:1", "--release", "--yes"], "");
     assert!(released.status.success(), "{}", text(&released));
     let store = SqliteStore::open(&db).unwrap();
-    assert_eq!(idem_runtime::Store::read(&store, id).unwrap(), None);
+    assert_eq!(idem_runtime::store::Store::read(&store, id).unwrap(), None);
 }

@@ -26,11 +26,7 @@ pub fn sql_strings(url: &str, query: &str) -> Vec<String> {
     })
 }
 
-fn on_server<T, F: std::future::Future<Output = T>>(
-    url: &str,
-    with: impl FnOnce(idem_runtime::store::postgres::tokio_postgres::Client) -> F,
-) -> T {
-    use idem_runtime::store::postgres::tokio_postgres;
+fn on_server<T, F: std::future::Future<Output = T>>(url: &str, with: impl FnOnce(tokio_postgres::Client) -> F) -> T {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();

@@ -2,7 +2,7 @@
 //! MCP tool results), from an argument, standard input or a file; `--json` only where the
 //! command prints JSON.
 
-use idem_runtime::store::{RecordId, RecordState};
+use idem_runtime::store::{RecordId, RecordState, Store};
 
 use super::{completed_and_abandoned, idem, store_with_records, text};
 

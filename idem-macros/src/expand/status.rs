@@ -213,7 +213,7 @@ pub(super) fn status_json_fn(
 
 /// The name of the status read from a status tool's JSON arguments:
 /// `__idem_send_invoice_status_json`.
-pub fn status_json_name(tool: &Ident) -> Ident {
+pub(crate) fn status_json_name(tool: &Ident) -> Ident {
     format_ident!("__idem_{}_status_json", tool)
 }
 

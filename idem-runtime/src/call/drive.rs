@@ -35,7 +35,7 @@ pub(crate) struct Ran<O> {
 }
 
 impl<O> Ran<O> {
-    /// Tells observation of the answer, and an enclosing [`observe`](crate::observe) on
+    /// Tells observation of the answer, and an enclosing [`observe`](crate::telemetry::observe) on
     /// this thread.
     pub(crate) fn answered(&self, watch: &ObservedCall) {
         watch.answered(self.key.as_ref(), self.outcome, self.failure);

@@ -40,7 +40,7 @@ pub use hooks::{
 pub use namespace::Claim;
 pub(crate) use namespace::claim;
 pub use serving::Serving;
-pub use timeout::run_async_timeout;
+pub use timeout::{TimeoutNeedsTokio, run_async_timeout};
 
 /// What the macro knows about one tool at compile time.
 #[doc(hidden)]
@@ -93,24 +93,6 @@ impl Tool {
         Subject { name: self.name, namespace: self.namespace, instruments: &self.instruments }
     }
 }
-
-/// The default lease: how long the key of a call whose process died stays blocked before
-/// the call counts as abandoned. A running body's lease is renewed every third of it, so
-/// the lease need not outlast the slowest body: 30 seconds frees a dead call's key within
-/// half a minute, and leaves a renewal 20 seconds to land (two more tries) before a live
-/// call could lose its key.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
-/// The default `max_hold`: after an hour, a body's lease is no longer renewed, so a body
-/// that hangs for good frees its key one lease later. A body that finishes later still
-/// records its result if nobody took its key over meanwhile.
-pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
-
-/// The default retention of settled records: a week, longer than model retries (seconds),
-/// webhook redelivery (hours) and most dead-letter redelivery (days). A retry that comes
-/// after its record was purged runs the action again, so keep records at least as long as
-/// any layer may retry.
-pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A call's key and compared fields, computed before the body runs so that a body which
 /// changes its inputs cannot change what is recorded.

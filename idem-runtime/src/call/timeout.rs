@@ -95,7 +95,6 @@ where
 
 /// Without the `tokio` feature a timeout has no runtime to go on in.
 #[doc(hidden)]
-#[cfg_attr(feature = "tokio", allow(dead_code))]
 #[diagnostic::on_unimplemented(
     message = "`timeout = ...` needs idem's `tokio` feature",
     label = "the body must go on after the caller gets TIMEOUT, which needs a runtime to spawn it on",

@@ -1,4 +1,11 @@
-//! Agent frameworks: how idem's answers reach a model through rmcp and rig tools.
+//! How idem's answers reach a model: through the tool's own return type, and through the
+//! agent frameworks rmcp and rig.
+//!
+//! An `#[idempotent]` tool returns a [`ToolOutput`]: a `Result<T, E>` where `T` is stored
+//! and replayed as JSON and `E: From<idem::Error>` carries idem's answers (IN_PROGRESS,
+//! CONFLICT, ...). Implement [`ToolOutput`] for a return type of your own. A replay is
+//! the stored JSON read back by [`replay_value`], which sets [`REPLAYED_FIELD`]
+//! (`"replayed": true`) where the type can show it.
 //!
 //! - `rmcp` (feature `rmcp`): a tool returning `Result<CallToolResult, ErrorData>` gets
 //!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the
@@ -13,10 +20,7 @@
 //! rig tool. `#[idem::status_tools]` above `#[tool_router]` registers the status functions
 //! of an rmcp server as read-only tools.
 
-use serde::Serialize;
-
-use crate::error::Error;
-use crate::status::Status;
+pub use crate::output::{REPLAYED_FIELD, ToolOutput, replay_value};
 
 #[cfg(feature = "rig")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
@@ -24,23 +28,4 @@ pub mod rig;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rmcp")))]
 pub mod rmcp;
-
-/// The framework a status tool is served through; see [`StatusTool`].
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub struct Rmcp;
-
-/// How a status read is served as a tool of a framework: what `#[idem::status_tools]`
-/// generates calls this, through the marker [`Rmcp`], implemented with the `rmcp` feature.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "#[idem::status_tools] serves status functions as rmcp tools: enable idem's `rmcp` feature",
-    label = "needs idem's `rmcp` feature",
-    note = "in Cargo.toml: idem-tools = {{ version = \"0.1\", features = [\"rmcp\"] }}"
-)]
-pub trait StatusTool {
-    /// The status tool's return type.
-    type Answer;
-    /// A status read, or the error that prevented it, as the tool's answer.
-    fn answer<T: Serialize + 'static>(status: Result<Status<T>, Error>) -> Self::Answer;
-}
+pub(crate) mod status_tool;

@@ -34,7 +34,7 @@ pub struct IdempotencyLayer<St> {
 impl<St> IdempotencyLayer<St> {
     /// A layer over `store` (a [`MemoryStore`](crate::MemoryStore), an
     /// [`SqliteStore`](crate::SqliteStore), a `PgStore`, or any
-    /// [`AsyncStore`](crate::AsyncStore), also behind `Arc`), with the defaults: it
+    /// [`AsyncStore`](crate::store::AsyncStore), also behind `Arc`), with the defaults: it
     /// applies to POST and PATCH, requires a key on them, fingerprints the whole body,
     /// treats every status below 500 as final, shares keys across callers, and names its
     /// records and telemetry `http`.
@@ -51,7 +51,7 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// The layer's name in telemetry: the span `execute_tool <name>`, `gen_ai.tool.name`,
-    /// [`metrics()`](crate::metrics). Default `http`.
+    /// [`metrics()`](crate::telemetry::metrics). Default `http`.
     ///
     /// A layer becomes an idem tool at its first request (every route it wraps shares it),
     /// with a span callsite and counters kept for the life of the process: build layers

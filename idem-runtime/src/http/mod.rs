@@ -75,7 +75,7 @@
 //!   resolve --done`, or `idem resolve --release` to let it run again). A service that
 //!   panics leaves its key reserved until its lease ends (repeats get
 //!   `request-in-progress`), then unknown too.
-//! - The span `execute_tool <name>`, the counters ([`metrics`](crate::metrics)), the
+//! - The span `execute_tool <name>`, the counters ([`metrics`](crate::telemetry::metrics)), the
 //!   `metrics` facade and lifecycle events are a tool's.
 //!
 //! The stored result is pinned JSON, which `idem show` prints and `idem resolve http KEY
@@ -116,7 +116,7 @@
 //! names which.
 //! ### request-in-progress
 //! `409`: the first request with the key is being processed; `Retry-After` says when to
-//! ask again: the retry hint ([`Running::retry_after`](crate::Running::retry_after)) in
+//! ask again: the retry hint ([`Running::retry_after`](crate::error::Running::retry_after)) in
 //! whole seconds, rounded up (the header has no fractions), so at least 1 even under a
 //! lease shorter than 3 s.
 //! ### outcome-unknown

@@ -10,9 +10,10 @@ use http::request::Parts;
 use http::{Method, StatusCode};
 
 use super::Fingerprint;
-use crate::call::{Claim, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, Tool};
+use crate::call::{Claim, Tool};
 use crate::key::{FieldMode, Segment};
 use crate::observe::{Instruments, NamedAtRuntime, SpanCallsite};
+use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
 
 /// The default methods the layer applies to: the draft's non-idempotent ones.
 pub const DEFAULT_METHODS: [Method; 2] = [Method::POST, Method::PATCH];

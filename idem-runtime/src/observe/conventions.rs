@@ -35,7 +35,7 @@ pub const NAMESPACE: &str = "idem.namespace";
 /// `idem.key`: the derived key, or its hash (see
 /// [`set_key_in_telemetry`](crate::telemetry::set_key_in_telemetry)).
 pub const KEY: &str = "idem.key";
-/// `idem.outcome`: how the call was answered ([`Outcome::as_str`](crate::Outcome::as_str)).
+/// `idem.outcome`: how the call was answered ([`Outcome::as_str`](crate::telemetry::Outcome::as_str)).
 pub const OUTCOME: &str = "idem.outcome";
 /// `idem.late_outcome`: for a call whose caller got TIMEOUT, what its body came to.
 pub const LATE_OUTCOME: &str = "idem.late_outcome";
@@ -78,6 +78,6 @@ pub const TOOL_ERROR: &str = "tool_error";
 /// answer. Labels: [`OPERATION_NAME`], [`TOOL_NAME`], [`TOOL_TYPE`], [`OUTCOME`],
 /// [`NAMESPACE`] and, on an error answer, [`ERROR_TYPE`].
 pub const DURATION_METRIC: &str = "gen_ai.execute_tool.duration";
-/// The call counter: one per answer, as [`metrics()`](crate::metrics) counts them.
+/// The call counter: one per answer, as [`metrics()`](crate::telemetry::metrics) counts them.
 /// Labels: [`TOOL_NAME`], [`NAMESPACE`], [`OUTCOME`].
 pub const CALLS_METRIC: &str = "idem.calls";

@@ -15,7 +15,7 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// Zero counts; usable in a `static`.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Counters { counts: [const { AtomicU64::new(0) }; Outcome::ALL.len()], registered: AtomicBool::new(false) }
     }
 }

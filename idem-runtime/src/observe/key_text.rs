@@ -22,7 +22,7 @@ pub enum KeyInTelemetry {
 static HASHED: AtomicBool = AtomicBool::new(false);
 
 /// Sets how every later event and span of this process shows keys. Lifecycle events
-/// given to an [`Observer`](super::Observer), [`observe`](crate::observe) and the store
+/// given to an [`Observer`](super::Observer), [`observe`](crate::telemetry::observe) and the store
 /// keep the key itself; metrics never carry keys.
 pub fn set_key_in_telemetry(mode: KeyInTelemetry) {
     HASHED.store(mode == KeyInTelemetry::Hashed, Ordering::Relaxed);

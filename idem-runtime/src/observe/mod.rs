@@ -1,6 +1,6 @@
 //! Observation, in one layer the call driver uses and that uses nothing of it: how each
 //! call was answered ([`observe`]), a `tracing` span and event per call, in-process
-//! counters ([`metrics`](crate::metrics)), the `metrics` facade (feature `metrics`), and
+//! counters ([`metrics`](crate::telemetry::metrics)), the `metrics` facade (feature `metrics`), and
 //! lifecycle events for code ([`Observer`]).
 
 pub mod conventions;
@@ -97,7 +97,7 @@ pub enum Outcome {
     /// The body ran but its result could not be recorded, and the body's result was
     /// returned. The reservation is never released (the effect happened): when the store
     /// failed, it stays in place for reconciliation; when the result cannot be stored
-    /// (it does not serialize, or does not read back from its JSON, see [`ToolOutput`](crate::ToolOutput)),
+    /// (it does not serialize, or does not read back from its JSON, see [`ToolOutput`](crate::frameworks::ToolOutput)),
     /// it is marked abandoned, so retries answer OUTCOME_UNKNOWN or run the reconcile hook.
     Unrecorded,
     /// The body ran but its lease had been taken over meanwhile: its completion was
@@ -168,8 +168,9 @@ impl Outcome {
     }
 }
 
-/// One observed call of an idempotent tool.
+/// One observed call of an idempotent tool. Non-exhaustive: it may gain fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Observation {
     /// The tool's name.
     pub tool: &'static str,
@@ -198,7 +199,7 @@ impl Scope for Collect {
 ///
 /// ```
 /// # use idem_runtime as idem;
-/// let (_, calls) = idem::observe(|| ());
+/// let (_, calls) = idem::telemetry::observe(|| ());
 /// assert!(calls.is_empty());
 /// ```
 pub fn observe<R>(f: impl FnOnce() -> R) -> (R, Vec<Observation>) {

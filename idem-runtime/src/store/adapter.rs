@@ -1,6 +1,5 @@
-//! Adapters between the store traits: a sync store as an async one ([`FromSync`]), the
-//! store operations as inherent methods of the bundled stores, and stores behind `&`,
-//! `Box` and `Arc`.
+//! Adapters between the store traits: a sync store as an async one ([`FromSync`]), and
+//! stores behind `&`, `Box` and `Arc`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,16 +29,16 @@ use super::{
 ///
 /// impl Store for MyStore {
 ///     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-///         self.records.reserve(request)
+///         Store::reserve(&self.records, request)
 ///     }
 ///     // ... the seven other operations
-/// #   fn renew(&self, r: idem_runtime::store::Renew<'_>) -> Result<(), StoreError> { self.records.renew(r) }
-/// #   fn take_over(&self, id: RecordId<'_>, t: Token, l: Duration) -> Result<Token, StoreError> { self.records.take_over(id, t, l) }
-/// #   fn complete(&self, id: RecordId<'_>, t: Token, c: Completion<'_>, r: Duration) -> Result<(), StoreError> { self.records.complete(id, t, c, r) }
-/// #   fn release(&self, id: RecordId<'_>, t: Token) -> Result<(), StoreError> { self.records.release(id, t) }
-/// #   fn abandon(&self, id: RecordId<'_>, t: Token) -> Result<(), StoreError> { self.records.abandon(id, t) }
-/// #   fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> { self.records.read(id) }
-/// #   fn purge(&self, limit: usize) -> Result<usize, StoreError> { self.records.purge(limit) }
+/// #   fn renew(&self, r: idem_runtime::store::Renew<'_>) -> Result<(), StoreError> { Store::renew(&self.records, r) }
+/// #   fn take_over(&self, id: RecordId<'_>, t: Token, l: Duration) -> Result<Token, StoreError> { Store::take_over(&self.records, id, t, l) }
+/// #   fn complete(&self, id: RecordId<'_>, t: Token, c: Completion<'_>, r: Duration) -> Result<(), StoreError> { Store::complete(&self.records, id, t, c, r) }
+/// #   fn release(&self, id: RecordId<'_>, t: Token) -> Result<(), StoreError> { Store::release(&self.records, id, t) }
+/// #   fn abandon(&self, id: RecordId<'_>, t: Token) -> Result<(), StoreError> { Store::abandon(&self.records, id, t) }
+/// #   fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> { Store::read(&self.records, id) }
+/// #   fn purge(&self, limit: usize) -> Result<usize, StoreError> { Store::purge(&self.records, limit) }
 /// }
 ///
 /// // One store for sync and async tools: `#[idempotent(key = "...", store = STORE)]`.
@@ -48,10 +47,10 @@ use super::{
 ///
 /// fn serves_async_tools(_: &impl AsyncStore) {}
 /// serves_async_tools(&*STORE);
-/// // Its operations are inherent methods too (the sync ones).
+/// // Both traits are in scope here: a call names the one it means.
 /// let id = RecordId { namespace: "docs", key: "k" };
 /// let request = Reserve { id, request: "{}", lease: Duration::from_secs(60) };
-/// assert!(matches!(STORE.reserve(request), Ok(Reservation::Acquired { .. })));
+/// assert!(matches!(Store::reserve(&*STORE, request), Ok(Reservation::Acquired { .. })));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FromSync<S>(pub S);
@@ -252,142 +251,4 @@ macro_rules! forward_through_pointer {
 
 forward_through_pointer!(&S, Box<S>, Arc<S>);
 
-/// The store operations as inherent methods of `$ty`, so that `store.reserve(..)` calls
-/// them with [`Store`] and [`AsyncStore`] both in scope (their methods share names, which
-/// is error E0034 on a type that implements both): sync ones that call its [`Store`] impl,
-/// or (`async`) async ones that await its [`AsyncStore`] impl.
-macro_rules! inherent_store_ops {
-    (impl[$($generics:tt)*] $ty:ty) => {
-        /// The store operations, callable as `store.reserve(..)` whichever of
-        /// [`Store`](crate::store::Store) and [`AsyncStore`](crate::store::AsyncStore) are in
-        /// scope: this store answers at once, so they are the sync ones.
-        impl<$($generics)*> $ty {
-            /// Reserves a key; see [`Store::reserve`](crate::store::Store::reserve).
-            pub fn reserve(
-                &self,
-                request: $crate::store::Reserve<'_>,
-            ) -> Result<$crate::store::Reservation, $crate::store::StoreError> {
-                $crate::store::Store::reserve(self, request)
-            }
-            /// Takes over an abandoned reservation; see [`Store::take_over`](crate::store::Store::take_over).
-            pub fn take_over(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                expired: $crate::store::Token,
-                lease: ::std::time::Duration,
-            ) -> Result<$crate::store::Token, $crate::store::StoreError> {
-                $crate::store::Store::take_over(self, id, expired, lease)
-            }
-            /// Renews a running call's lease; see [`Store::renew`](crate::store::Store::renew).
-            pub fn renew(&self, renewal: $crate::store::Renew<'_>) -> Result<(), $crate::store::StoreError> {
-                $crate::store::Store::renew(self, renewal)
-            }
-            /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
-            pub fn complete(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-                completion: $crate::store::Completion<'_>,
-                retain: ::std::time::Duration,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::Store::complete(self, id, token, completion, retain)
-            }
-            /// Deletes a reservation; see [`Store::release`](crate::store::Store::release).
-            pub fn release(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::Store::release(self, id, token)
-            }
-            /// Ends a reservation's lease now; see [`Store::abandon`](crate::store::Store::abandon).
-            pub fn abandon(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::Store::abandon(self, id, token)
-            }
-            /// Reads a record; see [`Store::read`](crate::store::Store::read).
-            pub fn read(
-                &self,
-                id: $crate::store::RecordId<'_>,
-            ) -> Result<Option<$crate::store::Record>, $crate::store::StoreError> {
-                $crate::store::Store::read(self, id)
-            }
-            /// Deletes settled records past retention; see [`Store::purge`](crate::store::Store::purge).
-            pub fn purge(&self, limit: usize) -> Result<usize, $crate::store::StoreError> {
-                $crate::store::Store::purge(self, limit)
-            }
-        }
-    };
-    (async $ty:ty) => {
-        /// The store operations, callable as `store.reserve(..).await` whichever of
-        /// [`Store`](crate::store::Store) and [`AsyncStore`](crate::store::AsyncStore) are in
-        /// scope: this store waits on a server, so they are the async ones. Sync code calls
-        /// `Store::reserve(&store, ..)`, which blocks the calling thread.
-        impl $ty {
-            /// Reserves a key; see [`Store::reserve`](crate::store::Store::reserve).
-            pub async fn reserve(
-                &self,
-                request: $crate::store::Reserve<'_>,
-            ) -> Result<$crate::store::Reservation, $crate::store::StoreError> {
-                $crate::store::AsyncStore::reserve(self, request).await
-            }
-            /// Takes over an abandoned reservation; see [`Store::take_over`](crate::store::Store::take_over).
-            pub async fn take_over(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                expired: $crate::store::Token,
-                lease: ::std::time::Duration,
-            ) -> Result<$crate::store::Token, $crate::store::StoreError> {
-                $crate::store::AsyncStore::take_over(self, id, expired, lease).await
-            }
-            /// Renews a running call's lease; see [`Store::renew`](crate::store::Store::renew).
-            pub async fn renew(&self, renewal: $crate::store::Renew<'_>) -> Result<(), $crate::store::StoreError> {
-                $crate::store::AsyncStore::renew(self, renewal).await
-            }
-            /// Settles a reservation; see [`Store::complete`](crate::store::Store::complete).
-            pub async fn complete(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-                completion: $crate::store::Completion<'_>,
-                retain: ::std::time::Duration,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::AsyncStore::complete(self, id, token, completion, retain).await
-            }
-            /// Deletes a reservation; see [`Store::release`](crate::store::Store::release).
-            pub async fn release(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::AsyncStore::release(self, id, token).await
-            }
-            /// Ends a reservation's lease now; see [`Store::abandon`](crate::store::Store::abandon).
-            pub async fn abandon(
-                &self,
-                id: $crate::store::RecordId<'_>,
-                token: $crate::store::Token,
-            ) -> Result<(), $crate::store::StoreError> {
-                $crate::store::AsyncStore::abandon(self, id, token).await
-            }
-            /// Reads a record; see [`Store::read`](crate::store::Store::read).
-            pub async fn read(
-                &self,
-                id: $crate::store::RecordId<'_>,
-            ) -> Result<Option<$crate::store::Record>, $crate::store::StoreError> {
-                $crate::store::AsyncStore::read(self, id).await
-            }
-            /// Deletes settled records past retention; see [`Store::purge`](crate::store::Store::purge).
-            pub async fn purge(&self, limit: usize) -> Result<usize, $crate::store::StoreError> {
-                $crate::store::AsyncStore::purge(self, limit).await
-            }
-        }
-    };
-}
-pub(crate) use inherent_store_ops;
-
 async_store_from_sync!(#[diagnostic::do_not_recommend] impl[S: Store] FromSync<S>, |this| &this.0);
-inherent_store_ops!(impl[S: Store] FromSync<S>);

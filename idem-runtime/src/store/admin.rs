@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use super::{Record, RecordId, RecordState, Store, StoreError};
 
-/// Which records [`Admin::list`] returns, by state.
+/// Which records [`Admin::list`] returns, by state. Non-exhaustive: it gains a filter with
+/// each new [`RecordState`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateFilter {
     /// Every record.
     #[default]
@@ -69,8 +71,10 @@ impl Default for ListQuery<'_> {
     }
 }
 
-/// A record with the key it belongs to.
+/// A record with the key it belongs to. Read its fields; build one with
+/// [`ListedRecord::new`] (it may gain fields).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListedRecord {
     /// The tool's namespace.
     pub namespace: String,
@@ -80,8 +84,17 @@ pub struct ListedRecord {
     pub record: Record,
 }
 
+impl ListedRecord {
+    /// The record under `namespace` and `key`.
+    pub fn new(namespace: impl Into<String>, key: impl Into<String>, record: Record) -> Self {
+        ListedRecord { namespace: namespace.into(), key: key.into(), record }
+    }
+}
+
 /// How many records of one namespace are in one state: what [`Admin::count`] returns.
+/// Read its fields; build one with [`StateCount::new`] (it may gain fields).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StateCount {
     /// The tool's namespace.
     pub namespace: String,
@@ -92,6 +105,13 @@ pub struct StateCount {
     pub records: u64,
     /// When the oldest of them was reserved, in milliseconds since the Unix epoch.
     pub oldest_ms: i64,
+}
+
+impl StateCount {
+    /// `records` records of `namespace` in `state`, the oldest reserved at `oldest_ms`.
+    pub fn new(namespace: impl Into<String>, state: impl Into<String>, records: u64, oldest_ms: i64) -> Self {
+        StateCount { namespace: namespace.into(), state: state.into(), records, oldest_ms }
+    }
 }
 
 /// An operator's operations on a store, beyond a [`Store`]'s own (`read` to show one

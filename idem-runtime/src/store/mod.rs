@@ -1,5 +1,11 @@
 //! Stores: where reservations and results live.
 //!
+//! A tool author picks a store ([`MemoryStore`], [`SqliteStore`], `PgStore`) and hands it
+//! to `#[idempotent(store = ...)]`; nothing else here is needed to write tools. The rest of
+//! this module is for store authors, operators' code and tests: the store protocol
+//! ([`Store`], [`AsyncStore`] and the types their operations take and return), the
+//! operator's [`Admin`] operations, and the constants a tool's attribute defaults to.
+//!
 //! A store keeps one record per `(namespace, key)`. Atomicity comes from the store's own
 //! unique constraint or transaction, never from a check-then-insert in Rust: two callers
 //! that reserve the same key at the same moment get exactly one
@@ -7,21 +13,50 @@
 //!
 //! Sync tools use [`Store`]; async tools use [`AsyncStore`]. The bundled stores implement
 //! both; a store of your own that implements [`Store`] serves async tools too when wrapped
-//! in [`FromSync`]. Every store passes the same conformance checks.
+//! in [`FromSync`]. Every store passes the same conformance checks
+//! (`idem::testing::conformance`, feature `testing`).
 //!
-//! # Calling store operations
+//! # Calling store operations (for store authors)
 //!
-//! `Store` and `AsyncStore` name their operations alike, so on a type that implements both,
-//! `store.reserve(..)` with both traits in scope would be ambiguous (error E0034). The
-//! bundled stores and [`FromSync`] therefore have them as inherent methods too, which
-//! method calls find first, whatever is in scope: sync ones on [`MemoryStore`],
-//! [`SqliteStore`] and [`FromSync`] (they answer at once), async ones on `PgStore` (it
-//! waits on a server; `Store::reserve(&store, ..)` is its blocking form). For a store of
-//! your own, or generic code, call through one trait: `Store::reserve(&store, ..)` or
-//! `AsyncStore::reserve(&store, ..).await`.
+//! `Store` and `AsyncStore` name their operations alike, so on a type that implements both
+//! (every bundled store, [`FromSync`]), `store.read(id)` with both traits in scope is
+//! ambiguous (error E0034). Name the trait: `Store::read(&store, id)` answers at once
+//! (for `PgStore` it blocks the calling thread, so call it outside async code), and
+//! `AsyncStore::read(&store, id).await` is the async form. With only one of the traits
+//! imported, `store.read(id)` calls that one.
+//!
+//! ```
+//! # extern crate idem_runtime as idem;
+//! use std::time::Duration;
+//! use idem::MemoryStore;
+//! use idem::store::{AsyncStore, RecordId, Reservation, Reserve, Store};
+//!
+//! let store = MemoryStore::new();
+//! let id = RecordId { namespace: "billing.invoices", key: "invoice:acme:2026-10" };
+//! let reserve = Reserve { id, request: "{}", lease: Duration::from_secs(30) };
+//! assert!(matches!(Store::reserve(&store, reserve), Ok(Reservation::Acquired { .. })));
+//! assert!(Store::read(&store, id).unwrap().is_some());
+//! # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! # runtime.block_on(async {
+//! // In async code, the same record through `AsyncStore`:
+//! assert!(AsyncStore::read(&store, id).await.unwrap().is_some());
+//! # });
+//! ```
+//!
+//! # What may grow (for store authors)
+//!
+//! The types a store builds or takes, [`Record`], [`Reservation`], [`Reserve`], [`Renew`]
+//! and [`Completion`], are exhaustive: a new field or variant is something every store
+//! must handle, so it should break a store's build rather than be ignored. The same holds
+//! for [`ListQuery`], whose every field is a condition an [`Admin`] must apply (callers
+//! write `..ListQuery::default()`). [`RecordState`] and [`StateFilter`] are
+//! non-exhaustive: later versions add states (approvals come next), which code that
+//! matches them must meet with a `_` arm. [`ListedRecord`] and [`StateCount`] are
+//! non-exhaustive reports: read their fields, build them with `new`.
 
 mod adapter;
 mod admin;
+mod defaults;
 mod failure;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -34,8 +69,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use adapter::FromSync;
-pub(crate) use adapter::{async_store_from_sync, inherent_store_ops};
+pub(crate) use adapter::async_store_from_sync;
 pub use admin::{Admin, ListQuery, ListedRecord, StateCount, StateFilter};
+pub use defaults::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -168,7 +204,11 @@ pub struct Record {
 }
 
 /// Where a record stands.
+///
+/// Non-exhaustive: a later idem may add states (approvals come next), so code that matches
+/// one needs a `_` arm; a store still builds each variant as it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecordState {
     /// Reserved and not yet settled.
     InProgress {
@@ -272,7 +312,7 @@ impl std::error::Error for StoreError {
 /// processes, at most one gets [`Reservation::Acquired`] while a record exists.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idem store for sync tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::Store`",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::Store`",
     note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
 )]
 pub trait Store: Send + Sync {
@@ -333,7 +373,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// it: wrap a [`Store`] in [`FromSync`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idem store for async tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::AsyncStore`",
+    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::AsyncStore`",
     note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
 )]
 pub trait AsyncStore: Send + Sync {

@@ -6,8 +6,7 @@
 //! CONFLICT, ...) becomes `Ok(CallToolResult::structured_error({"error": {...}}))`.
 
 mod authenticated;
-#[doc(hidden)]
-pub mod tasks;
+pub(crate) mod tasks;
 
 pub use authenticated::Authenticated;
 
@@ -18,7 +17,7 @@ use rmcp::model::{CallToolResult, ContentBlock, IntoContents};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Rmcp, StatusTool};
+use super::status_tool::{Rmcp, StatusTool};
 use crate::error::{Error, ErrorCode};
 use crate::output::{REPLAYED_FIELD, ToolOutput};
 use crate::status::Status;

@@ -83,12 +83,22 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 use tokio_postgres::config::Host;
-use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
-use tokio_postgres::{Config, NoTls, Socket};
+use tokio_postgres::{Config, NoTls};
 
-/// The PostgreSQL driver idem uses, for the writes of a [`PgTransaction`] and your own
-/// queries.
-pub use tokio_postgres;
+// The driver's types that idem's own signatures name, and no more: the rest of
+// tokio-postgres (0.x) is its API, not ours. Queries of your own beyond a
+// [`PgTransaction`]'s depend on `tokio-postgres = "0.7"` directly.
+
+/// tokio-postgres' client: what a [`PgTransaction`] dereferences to for your writes
+/// (`tx.execute(..)`, `tx.query(..)`), in the transaction that holds the key.
+pub use tokio_postgres::Client;
+/// tokio-postgres' socket, which a TLS connector for [`PgStoreBuilder::tls`] wraps.
+pub use tokio_postgres::Socket;
+/// What [`PgStoreBuilder::tls`] takes: a TLS connector such as
+/// `postgres_native_tls::MakeTlsConnector` or `tokio_postgres_rustls::MakeRustlsConnect`.
+pub use tokio_postgres::tls::MakeTlsConnect;
+/// The per-connection half of a [`MakeTlsConnect`], named in [`PgStoreBuilder::tls`]'s bounds.
+pub use tokio_postgres::tls::TlsConnect;
 
 use self::pool::{Connect, Pool, Pooled, block_on};
 use self::schema::Queries;

@@ -305,11 +305,10 @@ impl Store for PgStore {
     }
 }
 
-crate::store::inherent_store_ops!(async PgStore);
-
 impl PgStore {
     /// Writes a record in `state` as this store keeps it, bypassing every rule of its
     /// operations: what `testing::conformance::PlantRecord` plants for tests.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         let sql = format!(
             "INSERT INTO {}.idem_records (namespace, key, state, request, created_at, updated_at) \

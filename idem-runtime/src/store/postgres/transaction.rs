@@ -30,13 +30,13 @@ pub enum Begun<'s, T> {
     /// [`commit`](PgTransaction::commit) with the result.
     Run(PgTransaction<'s>),
     /// The key was completed earlier with the same compared fields: its stored result.
-    /// Nothing was written. It is read by [`replay_value`](crate::replay_value): with the
+    /// Nothing was written. It is read by [`replay_value`](crate::frameworks::replay_value): with the
     /// replay marker where the type asks for it (a `replayed` field, a `serde_json::Value`).
     Replayed(T),
 }
 
 /// An open transaction that holds one key, reserved by its first statement: a
-/// `tokio_postgres::Client` (through `Deref`) for your writes, committed together with the
+/// [`Client`](super::Client) (through `Deref`) for your writes, committed together with the
 /// key's result by [`commit`](Self::commit).
 ///
 /// Dropping it without `commit` (an error returned with `?`, a panic, a cancelled
@@ -138,7 +138,7 @@ impl PgStore {
     /// # async fn place_order(store: &PgStore, order: &str, amount: i64) -> Result<String, Box<dyn std::error::Error>> {
     /// let id = RecordId { namespace: "shop.orders", key: order };
     /// let compare = serde_json::json!({ "amount": amount });
-    /// match store.begin(id, &compare, idem_runtime::DEFAULT_RETAIN).await? {
+    /// match store.begin(id, &compare, idem_runtime::store::DEFAULT_RETAIN).await? {
     ///     Begun::Replayed(receipt) => Ok(receipt), // no second row
     ///     Begun::Run(tx) => {
     ///         // An error here drops `tx`: the row and the key roll back together.
@@ -175,7 +175,7 @@ impl PgStore {
         let insert = conn.statement(queries, Sql::Insert).await.map_err(fail)?;
         let read = conn.statement(queries, Sql::Read).await.map_err(fail)?;
         let complete = conn.statement(queries, Sql::Complete).await.map_err(fail)?;
-        let lease = duration_ms(crate::DEFAULT_LEASE);
+        let lease = duration_ms(crate::store::DEFAULT_LEASE);
         let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &request, &lease];
         let set_lock_timeout = set_lock_timeout(self.inner.lock_timeout);
         for _ in 0..ROUNDS {

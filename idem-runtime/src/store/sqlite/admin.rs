@@ -18,6 +18,7 @@ const SET_DONE: &str = concat!(
     " + ?2 WHERE namespace = ?3 AND key = ?4 AND state = 'in_progress'"
 );
 
+#[cfg(any(test, feature = "testing"))]
 const PLANT: &str = concat!(
     "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms) SELECT ?1, ?2, ?3, '{}', ms, ms FROM (SELECT ",
     now_ms!(),
@@ -148,6 +149,7 @@ impl Admin for SqliteStore {
 impl SqliteStore {
     /// Writes a record in `state` as this store keeps it, bypassing every rule of its
     /// operations: what `testing::conformance::PlantRecord` plants for tests.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         self.with_write("plant", |conn| {
             conn.execute(PLANT, params![id.namespace, id.key, state]).map(drop).map_err(backend)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::super::SqliteStore;
 use super::FileId;
-use crate::store::{Completion, RecordId, Reservation, Reserve, StoreError, Token};
+use crate::store::{Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
 
 fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: "identity-test", key }

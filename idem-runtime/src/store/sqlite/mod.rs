@@ -357,7 +357,6 @@ impl Store for SqliteStore {
 }
 
 crate::store::async_store_from_sync!(SqliteStore);
-crate::store::inherent_store_ops!(impl[] SqliteStore);
 
 mod admin;
 mod existing;

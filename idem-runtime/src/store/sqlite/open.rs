@@ -41,7 +41,7 @@ PRAGMA user_version = 3;
 pub(super) const MIGRATE_1_TO_2: &str = concat!(
     "ALTER TABLE idem_records ADD COLUMN retain_until_ms INTEGER;
      UPDATE idem_records SET retain_until_ms = updated_at_ms + ",
-    "604800000", // crate::call::DEFAULT_RETAIN in ms: 7 days
+    "604800000", // DEFAULT_RETAIN (store/defaults.rs) in ms: 7 days
     " WHERE state IN ('completed', 'failed');
      DROP INDEX IF EXISTS idem_records_purge;
      CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)

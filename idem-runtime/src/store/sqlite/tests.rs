@@ -179,7 +179,7 @@ fn a_version_1_file_is_migrated_in_place() {
     let store = SqliteStore::open(&path).unwrap();
     let old = store.read(id("old")).unwrap().unwrap();
     assert_eq!(old.state, RecordState::Completed { result: "\"kept\"".into() });
-    assert_eq!(old.retain_until_ms, Some(2000 + crate::DEFAULT_RETAIN.as_millis() as i64));
+    assert_eq!(old.retain_until_ms, Some(2000 + crate::store::DEFAULT_RETAIN.as_millis() as i64));
     let running = store.read(id("running")).unwrap().unwrap();
     assert_eq!(running.retain_until_ms, None);
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();

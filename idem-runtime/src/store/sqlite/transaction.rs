@@ -33,7 +33,7 @@ pub enum Transacted<T> {
     /// The body ran now; its writes, the key and this result were committed together.
     Ran(T),
     /// The key was completed earlier with the same compared fields: the stored result.
-    /// The body did not run. It is read by [`replay_value`](crate::replay_value): with the
+    /// The body did not run. It is read by [`replay_value`](crate::frameworks::replay_value): with the
     /// replay marker where the type asks for it (a `replayed` field, a `serde_json::Value`).
     Replayed(T),
 }
@@ -203,12 +203,12 @@ impl SqliteStore {
     /// use idem_runtime::store::{RecordId, Transacted};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let store = idem_runtime::SqliteStore::open(dir.path().join("shop.db")).unwrap();
-    /// # store.transaction(RecordId { namespace: "setup", key: "tables" }, &(), idem_runtime::DEFAULT_RETAIN, |tx| {
+    /// # store.transaction(RecordId { namespace: "setup", key: "tables" }, &(), idem_runtime::store::DEFAULT_RETAIN, |tx| {
     /// #     tx.execute("CREATE TABLE orders (id TEXT PRIMARY KEY, amount INTEGER)", []).map(|_| ())
     /// # }).unwrap();
     /// let place_order = |id: &str, amount: i64| {
     ///     let compare = serde_json::json!({ "amount": amount });
-    ///     store.transaction(RecordId { namespace: "shop.orders", key: id }, &compare, idem_runtime::DEFAULT_RETAIN, |tx| {
+    ///     store.transaction(RecordId { namespace: "shop.orders", key: id }, &compare, idem_runtime::store::DEFAULT_RETAIN, |tx| {
     ///         tx.execute("INSERT INTO orders VALUES (?1, ?2)", (id, amount))?;
     ///         Ok::<_, rusqlite::Error>(format!("order {id}: {amount}"))
     ///     })
@@ -247,7 +247,7 @@ impl SqliteStore {
     {
         let unavailable =
             |operation, e: StoreError| TransactionError::Idem(unavailable(id, &self.within(e, operation)));
-        let lease = duration_ms(crate::DEFAULT_LEASE);
+        let lease = duration_ms(crate::store::DEFAULT_LEASE);
         for _ in 0..ROUNDS {
             self.check_file().map_err(|e| unavailable("begin", e))?;
             // Dropping `tx` without a commit rolls it back: on an early return, or a panic.
