@@ -2,6 +2,8 @@
 //! that a sync tool's calls never box a future (see [`Blocking`]).
 
 use std::future::{Future, ready};
+
+pub(crate) use crate::store::ready_now;
 use std::time::Duration;
 
 use crate::key::Key;
@@ -137,12 +139,3 @@ driven!(
     |_this, tool, key, _token, started| Registration::new_async(tool, key.clone(), started),
     |this| Some(&this.store)
 );
-
-/// Runs a future that never waits (a sync tool's drive over [`Blocking`]) to its end. It
-/// takes the future pinned where it was made, so the large state machine is not moved.
-pub(crate) fn ready_now<F: Future>(future: std::pin::Pin<&mut F>) -> F::Output {
-    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-        std::task::Poll::Ready(output) => output,
-        std::task::Poll::Pending => unreachable!("a sync tool's call waited: every step of it is ready at once"),
-    }
-}

@@ -59,6 +59,7 @@ mod admin;
 mod defaults;
 mod failure;
 mod memory;
+pub(crate) mod once;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
@@ -109,6 +110,16 @@ pub(crate) fn duration_ms(duration: Duration) -> i64 {
 pub(crate) fn now_ms() -> i64 {
     let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     duration_ms(since_epoch)
+}
+
+/// Runs a future that never waits to its end: a sync tool's drive over a sync store, or a
+/// store operation of a store whose futures are ready at once (`FromSync`). It takes the
+/// future pinned where it was made, so a large state machine is not moved.
+pub(crate) fn ready_now<F: Future>(future: Pin<&mut F>) -> F::Output {
+    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => unreachable!("a sync store's operation waited: every step of it is ready at once"),
+    }
 }
 
 /// Which record: the tool's namespace and the derived key.

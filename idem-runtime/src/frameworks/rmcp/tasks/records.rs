@@ -14,15 +14,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::store::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, StoreError, Token};
+use crate::store::once::{self, Put};
+use crate::store::{AsyncStore, RecordId, StoreError, Token};
 
 /// The namespace of the records tasks keep. Tool namespaces are Rust paths or names the
 /// attribute gives; `idem.` is idem's own.
 pub(crate) const NAMESPACE: &str = "idem.tasks";
 
-/// How long a writer may take between reserving a task record and completing it before
-/// another writer takes it over (see [`put`]).
-const WRITE_LEASE: Duration = Duration::from_secs(10);
 /// The secret outlives every task: a century, which every store's clock arithmetic holds.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -106,8 +104,8 @@ fn read_secret(stored: &str) -> Result<Vec<u8>, StoreError> {
 }
 
 /// Writes `value` under `key` unless a value is there already, and returns the value that
-/// stands: the first writer's. A writer that stopped between its reservation and its
-/// completion is taken over once its short lease ends.
+/// stands: the first writer's (see [`once::put`]). A writer between its two steps is
+/// waited for: a task handle must name a run whose record is in the store.
 pub(super) async fn put<S: AsyncStore + ?Sized>(
     store: &S,
     key: &str,
@@ -115,44 +113,22 @@ pub(super) async fn put<S: AsyncStore + ?Sized>(
     retain: Duration,
 ) -> Result<String, StoreError> {
     let id = RecordId { namespace: NAMESPACE, key };
-    let complete = |token: Token| async move {
-        store.complete(id, token, Completion::Success(value), retain).await.map(|()| value.to_owned())
-    };
-    // A writer completes right after it reserves: a record found in progress is settled
-    // within moments, or its writer stopped and it is taken over after WRITE_LEASE.
     let mut pause = Duration::from_micros(200);
     loop {
-        match store.reserve(Reserve { id, request: "{}", lease: WRITE_LEASE }).await? {
-            Reservation::Acquired { token } => return complete(token).await,
-            Reservation::Existing(record) => match record.state {
-                RecordState::Completed { result } => return Ok(result),
-                RecordState::Failed { error } => {
-                    return Err(StoreError::Corrupt(format!("task record {key} holds an error: {error}")));
-                }
-                RecordState::InProgress { lease_expired: true, .. } => {
-                    match store.take_over(id, record.token, WRITE_LEASE).await {
-                        Ok(token) => return complete(token).await,
-                        Err(StoreError::Fenced) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                RecordState::InProgress { lease_expired: false, .. } => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-            },
+        match once::put(store, id, value, retain).await? {
+            Put::Written => return Ok(value.to_owned()),
+            Put::Found(stands) => return Ok(stands),
+            Put::Writing => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
         }
     }
 }
 
 /// The value written under `key`, if any.
 pub(super) async fn get<S: AsyncStore + ?Sized>(store: &S, key: &str) -> Result<Option<String>, StoreError> {
-    let record = store.read(RecordId { namespace: NAMESPACE, key }).await?;
-    Ok(record.and_then(|record| match record.state {
-        RecordState::Completed { result } => Some(result),
-        // Being written right now: not there yet.
-        _ => None,
-    }))
+    Ok(once::get(store, RecordId { namespace: NAMESPACE, key }).await?.map(|(value, _)| value))
 }
 
 /// The key of the record that says task `id` was asked to stop.
@@ -168,7 +144,7 @@ pub(super) fn end_key(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{FromSync, MemoryStore};
+    use crate::store::{FromSync, MemoryStore, Reserve};
 
     #[tokio::test]
     async fn the_first_value_stands() {
