@@ -1,6 +1,7 @@
 //! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`, `scope = expr`,
 //! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
-//! `on_error = keep`, `reconcile = expr`, `crate = "my_idem"`.
+//! `on_error = keep`, `reconcile = expr`, `approval = required | expr`, `approval_text = "..."`,
+//! `approval_ttl = "1d"`, `on_approval_request = path`, `crate = "my_idem"`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -9,7 +10,7 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, crate";
+const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -30,11 +31,27 @@ pub(crate) struct Args {
     /// `on_error = keep`: the body's errors are the final answer.
     pub keep_errors: Option<Ident>,
     pub reconcile: Option<Expr>,
+    /// `approval = required` or `approval = <bool expression over the parameters>`.
+    pub approval: Option<ApprovalArg>,
+    /// `approval_text = "Pay <supplier> <amount> EUR"`: the request's text.
+    pub approval_text: Option<LitStr>,
+    /// `approval_ttl = "1d"`: how long a request waits for a decision.
+    pub approval_ttl: Option<(u64, Span)>,
+    /// `on_approval_request = path::to::fn`: called once per request made.
+    pub on_approval_request: Option<Expr>,
     /// `crate = "my_idem"`: the path of the facade when the user's Cargo.toml renames it.
     pub krate: Option<syn::Path>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
     /// after it are unknown and must not be reported missing.
     pub complete: bool,
+}
+
+/// `approval = ...`.
+pub(crate) enum ApprovalArg {
+    /// `approval = required`: every first call of an action asks.
+    Required,
+    /// `approval = <bool expression>`: a call asks when it holds.
+    When(Expr),
 }
 
 /// A compared field as written: `amount` or `req.amount`.
@@ -79,6 +96,10 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         timeout: None,
         keep_errors: None,
         reconcile: None,
+        approval: None,
+        approval_text: None,
+        approval_ttl: None,
+        on_approval_request: None,
         krate: None,
         complete: true,
     };
@@ -109,6 +130,25 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             "retain" => set_once(&meta, &mut args.retain, "retain", || duration(&meta, "retain")),
             "timeout" => set_once(&meta, &mut args.timeout, "timeout", || duration(&meta, "timeout")),
             "reconcile" => set_once(&meta, &mut args.reconcile, "reconcile", || meta.value()?.parse()),
+            "approval" => set_once(&meta, &mut args.approval, "approval", || {
+                let value: Expr = meta.value()?.parse()?;
+                Ok(match value {
+                    Expr::Path(path) if path.path.is_ident("required") => ApprovalArg::Required,
+                    other => ApprovalArg::When(other),
+                })
+            }),
+            "approval_text" => set_once(&meta, &mut args.approval_text, "approval_text", || {
+                string(
+                    &meta,
+                    "`approval_text` takes a string literal template, e.g. approval_text = \"Pay <supplier> <amount> EUR\"",
+                )
+            }),
+            "approval_ttl" => {
+                set_once(&meta, &mut args.approval_ttl, "approval_ttl", || duration(&meta, "approval_ttl"))
+            }
+            "on_approval_request" => {
+                set_once(&meta, &mut args.on_approval_request, "on_approval_request", || meta.value()?.parse())
+            }
             "crate" => set_once(&meta, &mut args.krate, "crate", || {
                 let text = string(&meta, CRATE_HELP)?;
                 text.parse_with(syn::Path::parse_mod_style).map_err(|_| syn::Error::new(text.span(), CRATE_HELP))

@@ -47,6 +47,7 @@ use crate::frameworks::{self, Framework};
 use crate::template::Piece;
 use crate::validate::Plan;
 
+mod approval;
 mod record_id;
 mod status;
 mod task;
@@ -97,6 +98,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
     let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
     let unscoped_warning = crate::scope::unscoped_warning(plan.unscoped_identity.as_ref(), &item.sig.ident);
+    let asking = approval::asking(plan, &call);
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -104,6 +106,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             #assert_output
             #unscoped_warning
             let #call = #krate::__private::Call::new(&__IDEM_TOOL, &[#(#key_parts),*], [#(#compared),*]);
+            #asking
             #run
         }
 
@@ -202,6 +205,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
     };
+    let approval = approval::policy(plan);
     quote! {
         static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
@@ -217,6 +221,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             retain: #retain,
             serving: #serving,
             timeout: #timeout,
+            approval: #approval,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
         };

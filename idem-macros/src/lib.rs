@@ -4,6 +4,7 @@
 
 #![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
 
+mod approval;
 mod args;
 mod docs;
 mod errors;

@@ -63,7 +63,7 @@ fn note<'b>(name: &str, span: Span, bindings: &'b [Binding], found: &mut Vec<(&'
 
 /// Whether the identifier at `i` names a value in scope rather than something inside
 /// another item (see the module docs).
-fn is_root(tokens: &[TokenTree], i: usize) -> bool {
+pub(crate) fn is_root(tokens: &[TokenTree], i: usize) -> bool {
     let before = |n: usize| i.checked_sub(n).map(|at| &tokens[at]);
     let after = |n: usize| tokens.get(i + n);
     // `a.tenant` (a field or method), but not `..tenant` (a range).

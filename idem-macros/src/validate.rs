@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     /// Indices into the signature's inputs that the `store` or `scope` expression uses:
     /// what the status function takes besides the key's fields.
     pub store_inputs: Vec<usize>,
+    /// `approval = ...` and its companions, validated.
+    pub approval: Option<crate::approval::ApprovalPlan>,
     /// Indices into the signature's inputs that the `scope` expression uses: what an rmcp
     /// tool's `tasks/get` extracts from its own request to learn the caller's scope.
     pub scope_inputs: Vec<usize>,
@@ -74,8 +76,9 @@ pub(crate) struct KeyField {
     pub model_name: String,
 }
 
-pub(crate) fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
+pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
+    let approval = crate::approval::validate(&mut args, item, &params::bindings(&item.sig), errors);
     if let Some(krate) = &args.krate {
         crate::krate::check(krate, errors);
     }
@@ -178,6 +181,7 @@ pub(crate) fn validate(args: Args, item: &ItemFn, errors: &mut Errors) -> Option
     let compare = check_compare(args.compare, &key_fields, &bindings, &no_such, errors);
     let (compare, compare_names) = model_named(compare, &bindings);
     errors.is_empty().then_some(Plan {
+        approval,
         pieces,
         key_fields,
         compare,

@@ -1,9 +1,10 @@
 //! What the `#[idempotent]` expansion calls. Not a public API: it changes without notice.
 
 pub use crate::__idem_instruments as instruments;
+pub use crate::approval::DEFAULT_APPROVAL_TTL;
 pub use crate::call::{
-    AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving, SyncAnswer,
-    TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
+    ApprovalPolicy, AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving,
+    SyncAnswer, TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
@@ -14,6 +15,40 @@ pub use crate::observe::{Instruments, SpanCallsite};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
 pub use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
+
+/// Checks an `approval = ...` condition's type where the user wrote it.
+#[inline(always)]
+pub fn approval_condition<T: ApprovalCondition>(condition: T) -> bool {
+    condition.holds()
+}
+
+/// What `approval = ...` takes: `required`, or a condition over the parameters.
+#[diagnostic::on_unimplemented(
+    message = "`approval = ...` must be `required` or a `bool` condition, not `{Self}`",
+    label = "this decides whether the call needs a person's approval: it must be a `bool`",
+    note = "e.g. `approval = amount > 1000.0`, `approval = required`"
+)]
+pub trait ApprovalCondition {
+    /// Whether the call needs approval.
+    fn holds(self) -> bool;
+}
+
+impl ApprovalCondition for bool {
+    fn holds(self) -> bool {
+        self
+    }
+}
+
+/// The text of an approval request from an `approval_text` template: literal pieces and
+/// the parameters' values, written with `Display`.
+pub fn approval_text(pieces: &[&dyn std::fmt::Display]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for piece in pieces {
+        let _ = write!(text, "{piece}");
+    }
+    text
+}
 pub use tracing;
 
 /// Checks a key field's type where the user wrote it: the expansion calls this with the

@@ -36,11 +36,20 @@ pub enum ErrorCode {
     /// impl blocks of one module): the second one called refuses every call, so that
     /// neither answers the other's calls. Give one `namespace = "..."`.
     NamespaceClash,
+    /// The action needs a person's approval (`approval = ...`), which was asked for and
+    /// has not been given: nothing ran. The same request stands for every repeat.
+    ApprovalRequired,
+    /// A person declined the action: nothing ran, and nothing will until an operator
+    /// reopens it.
+    Declined,
+    /// The action's approval request expired without a decision: nothing ran. The next
+    /// call asks a person anew.
+    ApprovalExpired,
 }
 
 impl ErrorCode {
     /// Every code, in a stable order.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::InProgress,
         ErrorCode::Conflict,
         ErrorCode::OutcomeUnknown,
@@ -49,6 +58,9 @@ impl ErrorCode {
         ErrorCode::Timeout,
         ErrorCode::RecordUnreadable,
         ErrorCode::NamespaceClash,
+        ErrorCode::ApprovalRequired,
+        ErrorCode::Declined,
+        ErrorCode::ApprovalExpired,
     ];
 
     /// The code serialized as `code`, e.g. `ErrorCode::parse("IN_PROGRESS")`; `None` for
@@ -68,6 +80,9 @@ impl ErrorCode {
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::RecordUnreadable => "RECORD_UNREADABLE",
             ErrorCode::NamespaceClash => "NAMESPACE_CLASH",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::Declined => "DECLINED",
+            ErrorCode::ApprovalExpired => "APPROVAL_EXPIRED",
         }
     }
 
@@ -119,6 +134,33 @@ pub struct Error {
 struct Details {
     differences: Vec<FieldDifference>,
     running: Option<Running>,
+    approval: Option<Approval>,
+}
+
+/// For APPROVAL_REQUIRED, DECLINED and APPROVAL_EXPIRED: the approval the answer is about.
+/// Serialized in the error's body as `"approval": {"namespace", "key", "text",
+/// "asked_at_ms", "expires_at_ms"}`, plus `"declined_by"`, `"declined_at_ms"` and `"note"`
+/// for DECLINED. The namespace and key are what an approver names (`idem approve NAMESPACE
+/// KEY`, [`approval::approve`](crate::approval::approve)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Approval {
+    /// The tool's namespace.
+    pub namespace: String,
+    /// The action's key.
+    pub key: String,
+    /// What a person is asked to approve.
+    pub text: String,
+    /// When it was asked, in milliseconds since the Unix epoch, by the store's clock.
+    pub asked_at_ms: i64,
+    /// When the request expires without a decision.
+    pub expires_at_ms: i64,
+    /// For DECLINED: who declined.
+    pub declined_by: Option<String>,
+    /// For DECLINED: when, in milliseconds since the Unix epoch, by the store's clock.
+    pub declined_at_ms: Option<i64>,
+    /// For DECLINED: why, if they said.
+    pub note: Option<String>,
 }
 
 /// For an IN_PROGRESS or TIMEOUT answer: the call that is still running, and when to ask
@@ -159,6 +201,11 @@ impl Error {
 
     pub(crate) fn with_running(mut self, running: Running) -> Self {
         self.details.get_or_insert_default().running = Some(running);
+        self
+    }
+
+    pub(crate) fn with_approval(mut self, approval: Approval) -> Self {
+        self.details.get_or_insert_default().approval = Some(approval);
         self
     }
 
@@ -204,6 +251,12 @@ impl Error {
         self.details.as_ref().map_or(&[], |details| &details.differences)
     }
 
+    /// For [`ApprovalRequired`](ErrorCode::ApprovalRequired), [`Declined`](ErrorCode::Declined)
+    /// and [`ApprovalExpired`](ErrorCode::ApprovalExpired): the approval it is about.
+    pub fn approval(&self) -> Option<&Approval> {
+        self.details.as_ref()?.approval.as_ref()
+    }
+
     /// The error as the JSON value `{"error": {...}}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("an idem::Error always serializes")
@@ -246,6 +299,9 @@ mod tests {
             ErrorCode::Timeout,
             ErrorCode::RecordUnreadable,
             ErrorCode::NamespaceClash,
+            ErrorCode::ApprovalRequired,
+            ErrorCode::Declined,
+            ErrorCode::ApprovalExpired,
         ] {
             assert!(!code.retryable(), "{code}");
         }
@@ -282,7 +338,7 @@ mod tests {
         assert!(error.retryable(), "retryable follows the code, not the input");
         let unknown = serde_json::from_str::<Error>(r#"{"error": {"code": "PAUSED", "message": "m"}}"#).unwrap_err();
         assert!(unknown.to_string().contains("PAUSED"), "{unknown}");
-        assert!(unknown.to_string().contains("NAMESPACE_CLASH"), "every known code is listed: {unknown}");
+        assert!(unknown.to_string().contains("APPROVAL_EXPIRED"), "every known code is listed: {unknown}");
         assert!(serde_json::from_str::<Error>(r#"{"code": "TIMEOUT", "message": "m"}"#).is_err(), "the body alone");
     }
 

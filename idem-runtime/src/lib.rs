@@ -9,6 +9,7 @@
 #![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod approval;
 mod call;
 mod canonical;
 mod compare;

@@ -5,6 +5,7 @@ use std::future::Future;
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::approval::State;
 use crate::call::Tool;
 use crate::call::answers::{running, store_failed};
 use crate::error::{Error, ErrorCode};
@@ -16,8 +17,12 @@ use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError}
 /// It serializes for a model as `{"status": "completed", "result": ...}`,
 /// `{"status": "in_progress", "since_ms": ..., "lease_until_ms": ..., "retry_after_ms": ...,
 /// "progress": ...}` (`progress` left out when the body reported none),
-/// `{"status": "unknown", "since_ms": ...}`, `{"status": "failed", "error": ...}` or
-/// `{"status": "not_found"}`.
+/// `{"status": "unknown", "since_ms": ...}`, `{"status": "failed", "error": ...}`,
+/// `{"status": "not_found"}`, and for tools with `approval`:
+/// `{"status": "awaiting_approval", "since_ms", "expires_at_ms", "text"}`,
+/// `{"status": "approved", "by", "at_ms"}`, `{"status": "declined", "by", "at_ms", "note"}`
+/// (`note` left out when none was given) and `{"status": "approval_expired", "since_ms",
+/// "expired_at_ms"}`.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Status<T> {
@@ -47,6 +52,39 @@ pub enum Status<T> {
         /// When the abandoned call started.
         since_ms: i64,
     },
+    /// The action waits for a person's approval (`approval = ...`); nothing ran.
+    AwaitingApproval {
+        /// When approval was asked for, by the store's clock.
+        since_ms: i64,
+        /// When the request expires without a decision.
+        expires_at_ms: i64,
+        /// What the person is asked to approve.
+        text: String,
+    },
+    /// A person approved the action; the next call runs it.
+    Approved {
+        /// Who approved.
+        by: String,
+        /// When, by the store's clock.
+        at_ms: i64,
+    },
+    /// A person declined the action; nothing ran, and calls answer DECLINED.
+    Declined {
+        /// Who declined.
+        by: String,
+        /// When, by the store's clock.
+        at_ms: i64,
+        /// Why, if they said.
+        note: Option<String>,
+    },
+    /// The action's approval request expired without a decision; nothing ran. The next
+    /// call asks anew.
+    ApprovalExpired {
+        /// When approval was asked for.
+        since_ms: i64,
+        /// When the request expired.
+        expired_at_ms: i64,
+    },
 }
 
 impl<T: Serialize> Serialize for Status<T> {
@@ -75,6 +113,30 @@ impl<T: Serialize> Serialize for Status<T> {
                 map.serialize_entry("status", "unknown")?;
                 map.serialize_entry("since_ms", since_ms)?;
             }
+            Status::AwaitingApproval { since_ms, expires_at_ms, text } => {
+                map.serialize_entry("status", "awaiting_approval")?;
+                map.serialize_entry("since_ms", since_ms)?;
+                map.serialize_entry("expires_at_ms", expires_at_ms)?;
+                map.serialize_entry("text", text)?;
+            }
+            Status::Approved { by, at_ms } => {
+                map.serialize_entry("status", "approved")?;
+                map.serialize_entry("by", by)?;
+                map.serialize_entry("at_ms", at_ms)?;
+            }
+            Status::Declined { by, at_ms, note } => {
+                map.serialize_entry("status", "declined")?;
+                map.serialize_entry("by", by)?;
+                map.serialize_entry("at_ms", at_ms)?;
+                if let Some(note) = note {
+                    map.serialize_entry("note", note)?;
+                }
+            }
+            Status::ApprovalExpired { since_ms, expired_at_ms } => {
+                map.serialize_entry("status", "approval_expired")?;
+                map.serialize_entry("since_ms", since_ms)?;
+                map.serialize_entry("expired_at_ms", expired_at_ms)?;
+            }
         }
         map.end()
     }
@@ -89,8 +151,8 @@ where
 {
     crate::call::claim(tool)?;
     let key = build_key(tool.status_fn, tool.template, key_parts)?;
-    let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() });
-    status_of(tool, &key, read)
+    let view = crate::store::FromSync(store);
+    crate::store::ready_now(std::pin::pin!(read_status(tool, &key, &view)))
 }
 
 /// The record id of a tool's key, for `<tool>_record_id`.
@@ -114,11 +176,37 @@ where
     T: DeserializeOwned,
 {
     let key = crate::call::claim(tool).and_then(|()| build_key(tool.status_fn, tool.template, key_parts));
-    async move {
-        let key = key?;
-        let read = store.read(RecordId { namespace: tool.namespace, key: key.as_str() }).await;
-        status_of(tool, &key, read)
+    async move { read_status(tool, &key?, store).await }
+}
+
+/// The status of `tool`'s record under `key`; for a tool with approvals whose action has
+/// no record, where its approval stands.
+async fn read_status<S, T>(tool: &Tool, key: &Key, store: &S) -> Result<Status<T>, Error>
+where
+    S: AsyncStore + ?Sized,
+    T: DeserializeOwned,
+{
+    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
+    let read = store.read(id).await;
+    if tool.approval.is_none() || !matches!(read, Ok(None)) {
+        return status_of(tool, key, read);
     }
+    let state = crate::approval::state(store, id).await.map_err(|error| store_failed(tool, key, &error).1)?;
+    Ok(match state {
+        None => Status::NotFound,
+        Some(State::Pending(request)) => Status::AwaitingApproval {
+            since_ms: request.asked_at_ms,
+            expires_at_ms: request.expires_at_ms,
+            text: request.text,
+        },
+        Some(State::Approved(_, decision)) => Status::Approved { by: decision.by, at_ms: decision.at_ms },
+        Some(State::Declined(_, decision)) => {
+            Status::Declined { by: decision.by, at_ms: decision.at_ms, note: decision.note }
+        }
+        Some(State::Expired(request)) => {
+            Status::ApprovalExpired { since_ms: request.asked_at_ms, expired_at_ms: request.expires_at_ms }
+        }
+    })
 }
 
 fn status_of<T: DeserializeOwned>(

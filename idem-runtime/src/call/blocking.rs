@@ -6,7 +6,7 @@ use std::cell::OnceCell;
 use std::time::Instant;
 
 use crate::key::Key;
-use crate::store::{RecordId, Renew, Store, StoreError, Token};
+use crate::store::{FromSync, RecordId, Renew, Store, StoreError, Token};
 
 use super::Tool;
 use super::renewer::{Registered, Registration, RenewNow, Step, reached, register_sync};
@@ -14,6 +14,8 @@ use super::renewer::{Registered, Registration, RenewNow, Step, reached, register
 /// A sync store lent to the renewer thread for the call of one [`with_blocking`] scope.
 pub(crate) struct Blocking<'s, S: ?Sized> {
     pub(super) store: &'s S,
+    /// The same store seen as an async one whose futures are ready at once.
+    pub(super) view: FromSync<&'s S>,
     /// What the renewer thread renews through, once the call holds its key.
     target: OnceCell<Borrowed<'s, S>>,
     /// The call's place on its thread's list, taken off when the scope ends.
@@ -31,7 +33,7 @@ pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blo
             self.0.registered.end();
         }
     }
-    let blocking = Blocking { store, target: OnceCell::new(), registered: Registered::new() };
+    let blocking = Blocking { store, view: FromSync(store), target: OnceCell::new(), registered: Registered::new() };
     let _end = EndRenewal(&blocking);
     f(&blocking)
 }

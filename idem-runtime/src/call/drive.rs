@@ -15,9 +15,10 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
+use crate::store::{Completion, RecordId, Reservation, Reserve, StoreError, Token};
 
 use super::answers::{store_failed, unknown, unreadable};
+use super::approval::{Gate, gate};
 use super::decide::{Answer, Step, decide};
 use super::driven::Driven;
 use super::hold::{Current, renewing};
@@ -62,16 +63,35 @@ where
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
-    let Call { tool, key, request, started } = call;
+    let Call { tool, key, request, asks, started } = call;
     let (key, request) = match (key, request) {
         (Ok(key), Ok(request)) => (key, request),
         (Err(error), _) => return invalid(None, error),
         (Ok(key), Err(error)) => return invalid(Some(key), error),
     };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let reserve = Reserve { id, request: &request, lease: tool.lease };
-    let token = match decide(tool, &key, &request, store.reserve(reserve).await, H::PRESENT) {
-        Step::Run(token) => token,
+    let mut approved = None;
+    let reserved = match tool.approval {
+        None => store.reserve(Reserve { id, request: &request, lease: tool.lease }).await,
+        Some(asking) => match gate(tool, asking, (&key, &request), asks.as_deref(), store.any()).await {
+            Gate::Record(record) => Ok(Reservation::Existing(record)),
+            Gate::Open(decision) => {
+                approved = decision;
+                store.reserve(Reserve { id, request: &request, lease: tool.lease }).await
+            }
+            Gate::Answer(outcome, error) => {
+                watch.reserved();
+                return answered(tool, key, outcome, Answer::Error(error), policy, Phase::Reserve);
+            }
+        },
+    };
+    let token = match decide(tool, &key, &request, reserved, H::PRESENT) {
+        Step::Run(token) => {
+            if approved.is_some() {
+                notify(tool.subject(), &key, Phase::Reserve, Happened::Approved);
+            }
+            token
+        }
         Step::Answer(outcome, answer) => {
             watch.reserved();
             found_running(tool, &key, outcome, &answer, store).await;

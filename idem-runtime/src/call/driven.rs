@@ -47,6 +47,10 @@ pub(crate) trait Driven {
     /// The store as an [`AsyncStore`], for a tool's front end (see [`Serving`](super::Serving)):
     /// `None` for a sync call, which no front end answers for.
     fn as_async(&self) -> Option<&dyn AsyncStore>;
+    /// The store as an [`AsyncStore`] whatever the call: for a sync call, one whose futures
+    /// are ready at once. For what the driver reads and writes beside the call's own record
+    /// (approvals).
+    fn any(&self) -> &dyn AsyncStore;
 }
 
 /// An async store, for the driver.
@@ -58,11 +62,15 @@ pub(crate) struct Async<'s, S: ?Sized> {
 /// the store's method returned (`$returned`) into the future; `$hold` registers a running
 /// call.
 macro_rules! driven {
-    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr, |$self_:ident| $as_async:expr) => {
+    ($wrapper:ident, $store:ident, |$returned:ident| $wrap:expr, |$this:ident, $tool:ident, $key:ident, $token:ident, $started:ident| $hold:expr, |$self_:ident| $as_async:expr, |$self_any:ident| $any:expr) => {
         impl<S: $store + ?Sized> Driven for $wrapper<'_, S> {
             fn as_async(&self) -> Option<&dyn AsyncStore> {
                 let $self_ = self;
                 $as_async
+            }
+            fn any(&self) -> &dyn AsyncStore {
+                let $self_any = self;
+                $any
             }
             fn renew<'a>(&'a self, renewal: Renew<'a>) -> impl Future<Output = Result<(), StoreError>> + Send + 'a {
                 let $returned = $store::renew(self.store, renewal);
@@ -130,12 +138,14 @@ driven!(
     Store,
     |result| ready(result),
     |this, tool, key, token, started| this.hold(tool, key, token, started),
-    |_this| None
+    |_this| None,
+    |this| &this.view
 );
 driven!(
     Async,
     AsyncStore,
     |future| future,
     |_this, tool, key, _token, started| Registration::new_async(tool, key.clone(), started),
-    |this| Some(&this.store)
+    |this| Some(&this.store),
+    |this| &this.store
 );

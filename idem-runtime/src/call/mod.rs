@@ -5,6 +5,7 @@
 //! how they reach the store and whether the caller waits.
 
 pub(crate) mod answers;
+mod approval;
 mod blocking;
 pub(crate) mod cancel;
 mod decide;
@@ -29,6 +30,7 @@ use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
+pub use approval::ApprovalPolicy;
 use blocking::with_blocking;
 use drive::drive;
 use driven::{Async, ready_now};
@@ -81,6 +83,8 @@ pub struct Tool {
     /// request it serves (`#[idem::tasks]`: the body runs on as the `tools/call`'s own tokio
     /// task); other tools apply theirs in [`run_async_timeout`].
     pub timeout: Option<Duration>,
+    /// `approval = ...`: how the tool asks a person, if it does.
+    pub approval: Option<&'static ApprovalPolicy>,
     /// Its counters and span (see `__idem_instruments!`).
     pub instruments: Instruments,
     /// Whether this tool may use its namespace, once checked.
@@ -101,6 +105,8 @@ pub struct Call {
     tool: &'static Tool,
     key: Result<Key, Error>,
     request: Result<String, Error>,
+    /// What this call would ask a person to approve, when its `approval` condition holds.
+    asks: Option<String>,
     started: Instant,
 }
 
@@ -113,8 +119,27 @@ impl Call {
             tool,
             key: claim(tool).and_then(|()| build_key(tool.name, tool.template, key_parts)),
             request: request_json(tool.name, tool.compare, compared),
+            asks: None,
             started,
         }
+    }
+
+    /// This call needs a person's approval (its `approval` condition holds), asking with
+    /// `text`, or with the tool's summary, the key and the compared fields when `None`.
+    pub fn asking(mut self, text: Option<String>) -> Call {
+        let text = text.unwrap_or_else(|| {
+            let summary = self.tool.approval.map_or("", |policy| policy.summary);
+            let key = self.key.as_ref().map_or("", |key| key.as_str());
+            let fields = self.request.as_deref().unwrap_or("{}");
+            match (summary.is_empty(), fields == "{}") {
+                (true, true) => format!("{} {key}", self.tool.name),
+                (true, false) => format!("{} {key} with {fields}", self.tool.name),
+                (false, true) => format!("{summary} ({key})"),
+                (false, false) => format!("{summary} ({key}, {fields})"),
+            }
+        });
+        self.asks = Some(text);
+        self
     }
 }
 

@@ -122,6 +122,7 @@ mod tests {
         namespace: "serving-tests::served",
         site: "call/serving.rs",
         serving: Some(&TOLD),
+        approval: None,
         instruments: crate::__idem_instruments!("served"),
         claim: crate::call::Claim::new(),
         ..SENSOR

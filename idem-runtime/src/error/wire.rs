@@ -7,7 +7,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 use serde_json::Value;
 
-use super::{Error, ErrorCode, Running};
+use super::{Approval, Error, ErrorCode, Running};
 use crate::difference::{ABSENT, FieldDifference};
 
 impl Serialize for ErrorCode {
@@ -52,7 +52,9 @@ impl Serialize for Body<'_> {
         let running = error.running();
         let running_fields =
             running.map_or(0, |r| 1 + usize::from(r.since_ms.is_some()) + usize::from(r.progress.is_some()));
-        let mut body = serializer.serialize_struct("Error", 4 + usize::from(with_differences) + running_fields)?;
+        let approval = error.approval();
+        let fields = 4 + usize::from(with_differences) + running_fields + usize::from(approval.is_some());
+        let mut body = serializer.serialize_struct("Error", fields)?;
         body.serialize_field("code", &error.code)?;
         body.serialize_field("message", &error.message)?;
         body.serialize_field("retryable", &error.retryable())?;
@@ -72,6 +74,10 @@ impl Serialize for Body<'_> {
                 body.serialize_field("progress", progress)?;
             }
         }
+        match approval {
+            Some(approval) => body.serialize_field("approval", &ApprovalWire(approval))?,
+            None => body.skip_field("approval")?,
+        }
         body.end()
     }
 }
@@ -81,6 +87,51 @@ impl Serialize for Error {
         let mut map = serializer.serialize_map(Some(1))?;
         map.serialize_entry("error", &Body(self))?;
         map.end()
+    }
+}
+
+/// An [`Approval`] as it is serialized: `{"namespace", "key", "text", "asked_at_ms",
+/// "expires_at_ms"}`, and `"declined_by"`, `"declined_at_ms"`, `"note"` when known.
+struct ApprovalWire<'a>(&'a Approval);
+
+impl Serialize for ApprovalWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("namespace", &a.namespace)?;
+        map.serialize_entry("key", &a.key)?;
+        map.serialize_entry("text", &a.text)?;
+        map.serialize_entry("asked_at_ms", &a.asked_at_ms)?;
+        map.serialize_entry("expires_at_ms", &a.expires_at_ms)?;
+        if let Some(by) = &a.declined_by {
+            map.serialize_entry("declined_by", by)?;
+        }
+        if let Some(at_ms) = a.declined_at_ms {
+            map.serialize_entry("declined_at_ms", &at_ms)?;
+        }
+        if let Some(note) = &a.note {
+            map.serialize_entry("note", note)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Approval {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let text = |field: &str| value.get(field).and_then(Value::as_str).map(str::to_owned);
+        let number = |field: &str| value.get(field).and_then(Value::as_i64);
+        let missing = |field: &'static str| de::Error::missing_field(field);
+        Ok(Approval {
+            namespace: text("namespace").ok_or_else(|| missing("namespace"))?,
+            key: text("key").ok_or_else(|| missing("key"))?,
+            text: text("text").ok_or_else(|| missing("text"))?,
+            asked_at_ms: number("asked_at_ms").ok_or_else(|| missing("asked_at_ms"))?,
+            expires_at_ms: number("expires_at_ms").ok_or_else(|| missing("expires_at_ms"))?,
+            declined_by: text("declined_by"),
+            declined_at_ms: number("declined_at_ms"),
+            note: text("note"),
+        })
     }
 }
 
@@ -151,7 +202,7 @@ impl<'de> Visitor<'de> for BodySeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Error, A::Error> {
         let (mut code, mut message, mut suggestion, mut differences) = (None, None, None, None);
-        let (mut retry_after_ms, mut since_ms, mut progress) = (None, None, None);
+        let (mut retry_after_ms, mut since_ms, mut progress, mut approval) = (None, None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "code" => code = Some(map.next_value::<ErrorCode>()?),
@@ -161,6 +212,7 @@ impl<'de> Visitor<'de> for BodySeed {
                 "retry_after_ms" => retry_after_ms = map.next_value::<Option<u64>>()?,
                 "since_ms" => since_ms = map.next_value::<Option<i64>>()?,
                 "progress" => progress = map.next_value::<Option<String>>()?,
+                "approval" => approval = map.next_value::<Option<Approval>>()?,
                 // `retryable` follows from the code; unknown fields are a newer idem's.
                 _ => drop(map.next_value::<IgnoredAny>()?),
             }
@@ -175,6 +227,9 @@ impl<'de> Visitor<'de> for BodySeed {
         if let Some(ms) = retry_after_ms {
             error =
                 error.with_running(Running { retry_after: std::time::Duration::from_millis(ms), since_ms, progress });
+        }
+        if let Some(approval) = approval {
+            error = error.with_approval(approval);
         }
         Ok(error)
     }

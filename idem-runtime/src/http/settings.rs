@@ -120,6 +120,7 @@ impl<St> Shared<St> {
                 max_hold: settings.max_hold,
                 retain: settings.retain,
                 serving: None,
+                approval: None,
                 timeout: None,
                 instruments: Instruments::new(SpanCallsite::Runtime(NamedAtRuntime::leak(name))),
                 claim: Claim::new(),

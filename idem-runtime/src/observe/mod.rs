@@ -123,11 +123,18 @@ pub enum Outcome {
     InvalidKey,
     /// The stored record could not be read back.
     Unreadable,
+    /// The action needs a person's approval, which is asked for (or was already):
+    /// APPROVAL_REQUIRED. Nothing ran.
+    ApprovalRequired,
+    /// A person declined the action: DECLINED. Nothing ran.
+    Declined,
+    /// The action's approval request expired without a decision: APPROVAL_EXPIRED.
+    ApprovalExpired,
 }
 
 impl Outcome {
     /// Every outcome, in a stable order.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::Fresh,
         Outcome::Released,
         Outcome::Unrecorded,
@@ -141,6 +148,9 @@ impl Outcome {
         Outcome::StoreUnavailable,
         Outcome::InvalidKey,
         Outcome::Unreadable,
+        Outcome::ApprovalRequired,
+        Outcome::Declined,
+        Outcome::ApprovalExpired,
     ];
 
     /// The outcome's name in events, e.g. `"replayed"`.
@@ -159,6 +169,9 @@ impl Outcome {
             Outcome::StoreUnavailable => "store_unavailable",
             Outcome::InvalidKey => "invalid_key",
             Outcome::Unreadable => "unreadable",
+            Outcome::ApprovalRequired => "approval_required",
+            Outcome::Declined => "declined",
+            Outcome::ApprovalExpired => "approval_expired",
         }
     }
 

@@ -79,6 +79,16 @@ pub enum Happened {
     Unrecorded,
     /// The body ran past the tool's `max_hold`: its lease is no longer renewed.
     HoldEnded,
+    /// This call asked a person to approve the action: once per request, however many
+    /// calls race.
+    ApprovalRequested,
+    /// This call runs the action under a person's approval.
+    Approved,
+    /// The action was declined: this call answered DECLINED.
+    Declined,
+    /// This call found the action's approval request expired without a decision, and
+    /// answered APPROVAL_EXPIRED: once per request.
+    ApprovalExpired,
 }
 
 /// One lifecycle event of an idempotent call.

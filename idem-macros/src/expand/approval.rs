@@ -1,0 +1,84 @@
+//! `approval = ...`: the tool's approval policy, and the call's request when its condition
+//! holds.
+//!
+//! Input:
+//!
+//! ```text
+//! #[idempotent(key = "payment:<supplier>:<invoice>", compare = [amount],
+//!     approval = amount > 1000.0, approval_text = "Pay <supplier> <amount> EUR")]
+//! ```
+//!
+//! Output, in the tool's static and after the call is gathered:
+//!
+//! ```text
+//! approval: Some(&::idem::__private::ApprovalPolicy {
+//!     ttl: ::idem::__private::DEFAULT_APPROVAL_TTL,
+//!     summary: "Pay a supplier's invoice.",
+//!     on_request: None,
+//! }),
+//! ...
+//! let __idem_call = if ::idem::__private::approval_condition(amount > 1000.0) {
+//!     __idem_call.asking(Some(::idem::__private::approval_text(&[&"Pay ", &supplier, &" ", &amount, &" EUR"])))
+//! } else {
+//!     __idem_call
+//! };
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use crate::approval::TextPiece;
+use crate::validate::Plan;
+
+/// The `approval` field of the tool's static.
+pub(super) fn policy(plan: &Plan) -> TokenStream {
+    let krate = &plan.krate;
+    let Some(approval) = &plan.approval else { return quote!(::core::option::Option::None) };
+    let ttl = match approval.ttl_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(#krate::__private::DEFAULT_APPROVAL_TTL),
+    };
+    let summary = &approval.summary;
+    let on_request = match &approval.on_request {
+        Some(hook) => {
+            let krate = super::krate_at(plan, hook.span());
+            quote_spanned!(hook.span()=> ::core::option::Option::Some(#hook as fn(&#krate::approval::Request)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    quote! {
+        ::core::option::Option::Some(&#krate::__private::ApprovalPolicy { ttl: #ttl, summary: #summary, on_request: #on_request })
+    }
+}
+
+/// `call`, asking for approval when the call's condition holds.
+pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
+    let approval = plan.approval.as_ref()?;
+    let krate = &plan.krate;
+    let condition = match &approval.condition {
+        None => quote!(true),
+        Some(condition) => {
+            let krate = super::krate_at(plan, condition.span());
+            quote_spanned!(condition.span()=> #krate::__private::approval_condition(#condition))
+        }
+    };
+    let text = match &approval.text {
+        None => quote!(::core::option::Option::None),
+        Some((pieces, span)) => {
+            let pieces = pieces.iter().map(|piece| match piece {
+                TextPiece::Literal(text) => quote!(&#text),
+                TextPiece::Value(path) => {
+                    let (root, rest) = (&path[0], &path[1..]);
+                    quote_spanned!(*span=> &#root #(.#rest)*)
+                }
+            });
+            quote!(::core::option::Option::Some(#krate::__private::approval_text(&[#(#pieces),*])))
+        }
+    };
+    let asking = Ident::new("asking", Span::call_site());
+    Some(quote! {
+        let #call = if #condition { #call.#asking(#text) } else { #call };
+    })
+}
