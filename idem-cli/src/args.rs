@@ -22,9 +22,10 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
     pub schema: String,
 
-    /// Print JSON instead of text: one object per record (list, show) or count (count)
-    /// per line, and {"purged": N, "batches": B} (purge). resolve and reopen refuse it
-    /// (a usage error): they show the record as text and ask before changing it.
+    /// Print JSON instead of text: one object per record (list, show), count (count) or
+    /// approval request (approvals) per line, and {"purged": N, "batches": B} (purge).
+    /// resolve, reopen, approve and decline refuse it (a usage error): they show what they
+    /// change as text and ask before changing it.
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -129,21 +130,93 @@ pub(crate) enum Command {
         #[arg(long, short)]
         yes: bool,
     },
-    /// Put a settled record back in progress, to undo a wrong `resolve --done`.
+    /// Put a settled record back in progress, to undo a wrong `resolve --done`; or reopen a
+    /// declined approval.
     ///
     /// The record then reads as abandoned: the next call runs the tool's reconcile hook or
     /// answers OUTCOME_UNKNOWN, never the action blindly. Its stored result is dropped; it is
     /// printed first, so that it can be put back with `resolve --done`.
+    ///
+    /// For an action that never ran because its approval was declined (it has no record,
+    /// see `approvals`), it reopens the approval instead, with --by: the next call of the
+    /// action asks a person anew.
     Reopen {
         /// The tool's namespace, as `list` shows it.
         namespace: String,
         /// The record's key, as `list` shows it (typed with reserved characters not encoded,
         /// it finds the one record an encoding names: see Keys in `idem --help`).
         key: String,
+        /// Who reopens a declined approval (required for one; recorded with it).
+        #[arg(long, value_name = "NAME", value_parser = named)]
+        by: Option<String>,
+        /// Why, recorded with the reopened approval.
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
     },
+    /// List the approval requests waiting for a person, oldest first.
+    ///
+    /// The requests of tools with `approval = ...` that nobody approved or declined yet and
+    /// that have not expired: namespace, key, the text the person is asked, when it was
+    /// asked and when it expires (`--json`: one object per line, with the compared fields
+    /// as `request`). Then one line on stderr: `N approval request(s) waiting in STORE`.
+    Approvals {
+        /// Only requests of this namespace (a tool's).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Only requests of this scope (tools with `scope = ...`: a tenant, a user).
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    /// Approve the request waiting for an action: the next call of the tool runs it, once.
+    ///
+    /// Prints the request first and asks (unless --yes). Refused, with nothing changed,
+    /// when no request waits for that key (never asked, already decided, or expired).
+    Approve {
+        /// The tool's namespace, as `approvals` shows it.
+        namespace: String,
+        /// The action's key, as `approvals` shows it.
+        key: String,
+        /// Who approves (recorded, and shown in the tool's status).
+        #[arg(long, value_name = "NAME", value_parser = named)]
+        by: String,
+        /// Why, recorded with the decision.
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Decline the request waiting for an action: every call of it answers DECLINED, naming
+    /// who declined and why, until it is reopened (`reopen --by`).
+    ///
+    /// Prints the request first and asks (unless --yes). Refused, with nothing changed,
+    /// when no request waits for that key.
+    Decline {
+        /// The tool's namespace, as `approvals` shows it.
+        namespace: String,
+        /// The action's key, as `approvals` shows it.
+        key: String,
+        /// Who declines (recorded, and shown to the model in every DECLINED answer).
+        #[arg(long, value_name = "NAME", value_parser = named)]
+        by: String,
+        /// Why (shown to the model in every DECLINED answer).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+}
+
+/// A name given with --by: not empty, not only spaces.
+fn named(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("say who decides: --by takes a name, e.g. --by alice".to_owned()),
+        name => Ok(name.to_owned()),
+    }
 }
 
 const AFTER_HELP: &str = "\

@@ -4,7 +4,7 @@ use idem_runtime::store::DEFAULT_RETAIN;
 use idem_runtime::store::{Admin, ListQuery, ListedRecord, Record, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, Done, State};
-use crate::{keys, render};
+use crate::{approvals, keys, render};
 
 pub(crate) fn run(
     store: &dyn Admin,
@@ -84,7 +84,23 @@ pub(crate) fn run(
             }
             Ok(())
         }
-        Command::Reopen { namespace, key, yes } => reopen(store, (&namespace, &key), yes, confirm),
+        Command::Reopen { namespace, key, by, note, yes } => {
+            // An action that never ran has no record: a declined approval may be what to reopen.
+            if keys::find(store, &namespace, &key).is_err()
+                && let Ok(Some(idem_runtime::approval::State::Declined(..))) =
+                    idem_runtime::approval::blocking::state(store, RecordId { namespace: &namespace, key: &key })
+            {
+                return approvals::reopen(store, (&namespace, &key), (by.as_deref(), note.as_deref()), yes, confirm);
+            }
+            reopen(store, (&namespace, &key), yes, confirm)
+        }
+        Command::Approvals { namespace, scope } => approvals::list(store, namespace.as_deref(), scope.as_deref(), json),
+        Command::Approve { namespace, key, by, note, yes } => {
+            approvals::decide(store, (&namespace, &key), (true, &by, note.as_deref()), yes, confirm)
+        }
+        Command::Decline { namespace, key, by, note, yes } => {
+            approvals::decide(store, (&namespace, &key), (false, &by, note.as_deref()), yes, confirm)
+        }
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
             // Read before anything is shown or asked: a file that is not there changes nothing.
             let done = done.map(Done::read).transpose()?;

@@ -30,6 +30,7 @@ macro_rules! say {
     }};
 }
 
+mod approvals;
 mod args;
 mod command;
 mod keys;
@@ -45,16 +46,22 @@ use idem_runtime::store::{Admin, PgStore, SqliteStore, StoreError};
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
     let cli = args::Cli::parse();
+    let changes = match cli.command {
+        args::Command::Resolve { .. } => Some("resolve"),
+        args::Command::Reopen { .. } => Some("reopen"),
+        args::Command::Approve { .. } => Some("approve"),
+        args::Command::Decline { .. } => Some("decline"),
+        _ => None,
+    };
     if cli.json
-        && let args::Command::Resolve { .. } | args::Command::Reopen { .. } = cli.command
+        && let Some(name) = changes
     {
-        let name = if matches!(cli.command, args::Command::Resolve { .. }) { "resolve" } else { "reopen" };
         args::Cli::command()
             .error(
                 clap::error::ErrorKind::ArgumentConflict,
                 format!(
-                    "--json does not apply to {name}: it prints the record it changes as text and asks before \
-                     changing it. --json applies to list, count, show and purge"
+                    "--json does not apply to {name}: it prints what it changes as text and asks before \
+                     changing it. --json applies to list, count, show, purge and approvals"
                 ),
             )
             .exit();

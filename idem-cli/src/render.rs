@@ -107,7 +107,7 @@ fn state(state: &RecordState) -> &'static str {
 }
 
 /// A store time as RFC 3339 and relative to now: `2026-12-01T14:03:05.120Z (12s ago)`.
-fn when(at_ms: i64) -> String {
+pub(crate) fn when(at_ms: i64) -> String {
     format!("{} ({})", rfc3339(at_ms), age(at_ms))
 }
 

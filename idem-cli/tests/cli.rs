@@ -9,6 +9,8 @@ use idem_runtime::SqliteStore;
 use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, Token};
 use postgres::{pg_url, sql, sql_strings};
 
+#[path = "cli/approvals.rs"]
+mod approvals;
 #[path = "cli/escaped_keys.rs"]
 mod escaped_keys;
 #[path = "cli/limits.rs"]

@@ -20,7 +20,7 @@ mod records;
 use std::fmt;
 
 use crate::store::once::Put;
-use crate::store::{Admin, AsyncStore, FromSync, ListQuery, RecordId, StateFilter, StoreError, now_ms, ready_now};
+use crate::store::{Admin, AsyncStore, ListQuery, RecordId, StateFilter, StoreError, now_ms};
 
 pub(crate) use records::{Action, Ask, Closed, Current, NAMESPACE};
 
@@ -239,7 +239,6 @@ pub fn pending<S: Admin + ?Sized>(
         limit: usize::MAX,
     };
     let asked = store.list(&query)?;
-    let view = FromSync(store);
     let mut waiting: Vec<Request> = Vec::new();
     for listed in asked.iter().filter(|listed| listed.key.ends_with("/request")) {
         let crate::store::RecordState::Completed { result } = &listed.record.state else { continue };
@@ -253,10 +252,53 @@ pub fn pending<S: Admin + ?Sized>(
             continue;
         }
         let id = RecordId { namespace: &request.namespace, key: &request.key };
-        if let Some(State::Pending(current)) = ready_now(std::pin::pin!(state(&view, id)))? {
+        if let Some(State::Pending(current)) = blocking::state(store, id)? {
             waiting.push(current);
         }
     }
     waiting.sort_by_key(|request| request.asked_at_ms);
     Ok(waiting)
+}
+
+/// The same operations for a [`Store`](crate::store::Store), blocking the calling thread:
+/// for sync code, and for an operator's command (`PgStore`'s `Store` impl blocks too).
+pub mod blocking {
+    use crate::store::{FromSync, RecordId, Store, StoreError, ready_now};
+
+    use super::{DecideError, Request, State};
+
+    /// See [`state`](super::state).
+    pub fn state<S: Store + ?Sized>(store: &S, id: RecordId<'_>) -> Result<Option<State>, StoreError> {
+        ready_now(std::pin::pin!(super::state(&FromSync(store), id)))
+    }
+
+    /// See [`approve`](super::approve).
+    pub fn approve<S: Store + ?Sized>(
+        store: &S,
+        id: RecordId<'_>,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Request, DecideError> {
+        ready_now(std::pin::pin!(super::approve(&FromSync(store), id, by, note)))
+    }
+
+    /// See [`decline`](super::decline).
+    pub fn decline<S: Store + ?Sized>(
+        store: &S,
+        id: RecordId<'_>,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Request, DecideError> {
+        ready_now(std::pin::pin!(super::decline(&FromSync(store), id, by, note)))
+    }
+
+    /// See [`reopen`](super::reopen).
+    pub fn reopen<S: Store + ?Sized>(
+        store: &S,
+        id: RecordId<'_>,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Request, DecideError> {
+        ready_now(std::pin::pin!(super::reopen(&FromSync(store), id, by, note)))
+    }
 }
