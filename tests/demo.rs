@@ -178,3 +178,12 @@ fn first_difference(piece: &str, file: &str) -> String {
     let shown = lines.get(matching).copied().unwrap_or_default();
     format!("{}\n>>> {shown}", lines[..matching].join("\n"))
 }
+
+#[test]
+fn the_approvals_example_asks_once_and_pays_once() {
+    let stdout = succeeded(&mut Command::new(example("approvals")));
+    assert_eq!(stdout.matches("[approvers' channel]").count(), 2, "one request per action:\n{stdout}");
+    assert!(stdout.contains("attempt 6: Err(ApprovalRequired)"), "{stdout}");
+    assert!(stdout.contains("the model calls again: DECLINED"), "{stdout}");
+    assert!(stdout.contains("transfers: 2\n"), "acme once, initech once, globex never:\n{stdout}");
+}

@@ -194,9 +194,8 @@ pub(crate) fn required(tool: &Tool, key: &Key, asked: &Request) -> Error {
         ),
     )
     .with_suggestion(format!(
-        "do not call {} again yet; ask the user to approve it (namespace {}, key {key}; \
-         `idem approve {} '{key}' --by NAME`), then call {} to see the decision, or {} again to run it once approved",
-        tool.name, tool.namespace, tool.namespace, tool.status_fn, tool.name
+        "do not call {} again yet: ask the user to approve it; call {} later to see the decision, and {} again once it is approved",
+        tool.name, tool.status_fn, tool.name
     ))
     .with_approval(details(asked))
 }
