@@ -388,6 +388,8 @@ async fn records_written_under_rust_field_names_keep_matching() {
     client.cancel().await.unwrap();
 }
 
+#[path = "frameworks_rmcp/approvals.rs"]
+mod approvals;
 #[path = "support/stable_identifiers.rs"]
 mod identifiers;
 #[path = "frameworks_rmcp/stable_identifiers.rs"]

@@ -20,9 +20,10 @@
 //! impl ServerHandler for Billing {
 //!     #[allow(unused_mut)] // the signature is kept as written; its body moved below
 //!     async fn call_tool(&self, request: ..., context: ...) -> Result<CallToolResponse, ErrorData> {
-//!         let __idem_offered = ::idem::__private::rmcp::tasks::offered(&context);
+//!         // who the client is: tasks, questions to its user, answers it brings
+//!         let __idem_client = ::idem::__private::rmcp::tasks::client(&request, &context);
 //!         let __idem_server = ::idem::__private::rmcp::tasks::owned_server(self); // a clone
-//!         ::idem::__private::rmcp::tasks::serve_call(__idem_offered,
+//!         ::idem::__private::rmcp::tasks::serve_call(__idem_client,
 //!             async move { __idem_server.__idem_call_tool(request, context).await }).await
 //!     }
 //!     fn get_info(&self) -> ServerConfig {
@@ -149,14 +150,15 @@ fn wrap_call_tool(method: &mut ImplItemFn, krate: &syn::Path, errors: &mut Error
     served.sig.ident = syn::Ident::new("__idem_call_tool", method.sig.ident.span());
     served.vis = syn::Visibility::Inherited;
     let tasks = quote!(#krate::__private::rmcp::tasks);
-    let (offered, server) =
-        (syn::Ident::new("__idem_offered", Span::mixed_site()), syn::Ident::new("__idem_server", Span::mixed_site()));
+    let (client, server) =
+        (syn::Ident::new("__idem_client", Span::mixed_site()), syn::Ident::new("__idem_server", Span::mixed_site()));
+    let request = &args[0];
     // The signature stays as written, `mut` bindings too: only the moved body uses them.
     method.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
     method.block = syn::parse_quote!({
-        let #offered = #tasks::offered(&#context);
+        let #client = #tasks::client(&#request, &#context);
         let #server = #tasks::owned_server(self);
-        #tasks::serve_call(#offered, async move { #server.__idem_call_tool(#(#args),*).await }).await
+        #tasks::serve_call(#client, async move { #server.__idem_call_tool(#(#args),*).await }).await
     });
     Some(syn::parse_quote!(#[doc(hidden)] #served))
 }

@@ -105,8 +105,8 @@ pub mod rmcp {
     /// MCP Tasks: what `#[idem::tasks]` generates and `#[idempotent]` on an rmcp tool names.
     pub mod tasks {
         pub use crate::frameworks::rmcp::tasks::{
-            Answer, Ask, Caller, OwnedServer, SERVING, ServesTasks, Tasks, ToolAnswer, acknowledged, advertise, ask,
-            first_answer, offered, owned_server, serve_call, state_of,
+            Answer, Ask, Caller, Client, OwnedServer, SERVING, ServesTasks, Tasks, ToolAnswer, acknowledged, advertise,
+            ask, client, first_answer, owned_server, serve_call, state_of,
         };
     }
 }

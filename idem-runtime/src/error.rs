@@ -138,7 +138,7 @@ struct Details {
 }
 
 /// For APPROVAL_REQUIRED, DECLINED and APPROVAL_EXPIRED: the approval the answer is about.
-/// Serialized in the error's body as `"approval": {"namespace", "key", "text",
+/// Serialized in the error's body as `"approval": {"namespace", "key", "text", "request",
 /// "asked_at_ms", "expires_at_ms"}`, plus `"declined_by"`, `"declined_at_ms"` and `"note"`
 /// for DECLINED. The namespace and key are what an approver names (`idem approve NAMESPACE
 /// KEY`, [`approval::approve`](crate::approval::approve)).
@@ -151,6 +151,9 @@ pub struct Approval {
     pub key: String,
     /// What a person is asked to approve.
     pub text: String,
+    /// The compared fields asked for, as canonical JSON (serialized as JSON): exactly what
+    /// an approval binds.
+    pub request: String,
     /// When it was asked, in milliseconds since the Unix epoch, by the store's clock.
     pub asked_at_ms: i64,
     /// When the request expires without a decision.

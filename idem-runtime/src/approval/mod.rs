@@ -49,6 +49,19 @@ pub struct Request {
     pub expires_at_ms: i64,
 }
 
+impl From<&crate::error::Approval> for Request {
+    fn from(approval: &crate::error::Approval) -> Request {
+        Request {
+            namespace: approval.namespace.clone(),
+            key: approval.key.clone(),
+            request: approval.request.clone(),
+            text: approval.text.clone(),
+            asked_at_ms: approval.asked_at_ms,
+            expires_at_ms: approval.expires_at_ms,
+        }
+    }
+}
+
 /// A person's decision on a [`Request`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

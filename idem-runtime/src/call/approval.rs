@@ -176,6 +176,7 @@ fn details(asked: &Request) -> Approval {
         namespace: asked.namespace.clone(),
         key: asked.key.clone(),
         text: asked.text.clone(),
+        request: asked.request.clone(),
         asked_at_ms: asked.asked_at_ms,
         expires_at_ms: asked.expires_at_ms,
         declined_by: None,

@@ -73,7 +73,7 @@ where
     let mut approved = None;
     let reserved = match tool.approval {
         None => store.reserve(Reserve { id, request: &request, lease: tool.lease }).await,
-        Some(asking) => match gate(tool, asking, (&key, &request), asks.as_deref(), store.any()).await {
+        Some(asking) => match approval_gate(tool, asking, (&key, &request), asks.as_deref(), store).await {
             Gate::Record(record) => Ok(Reservation::Existing(record)),
             Gate::Open(decision) => {
                 approved = decision;
@@ -149,6 +149,27 @@ where
     };
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
+}
+
+/// The approval gate; a front end may ask the person in band when it answers
+/// APPROVAL_REQUIRED, and the gate is asked again once a decision was recorded.
+async fn approval_gate<S: Driven>(
+    tool: &'static Tool,
+    asking: &super::approval::ApprovalPolicy,
+    call: (&Key, &str),
+    asks: Option<&str>,
+    store: &S,
+) -> Gate {
+    let gated = gate(tool, asking, call, asks, store.any()).await;
+    let Gate::Answer(Outcome::ApprovalRequired, error) = &gated else { return gated };
+    let (Some((serving, async_store)), Some(approval)) = (front_end(tool, store), error.approval()) else {
+        return gated;
+    };
+    let asked = crate::approval::Request::from(approval);
+    if serving.approval_required(tool, call.0, &asked, async_store).await {
+        return gate(tool, asking, call, asks, store.any()).await;
+    }
+    gated
 }
 
 /// Tells the tool's front end that the call found its action running, so that it may

@@ -54,6 +54,19 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         token: Token,
         store: &'a dyn AsyncStore,
     ) -> BoxFuture<'a, bool>;
+
+    /// The call's action waits for a person's approval (`asked`): the front end may ask
+    /// the person in band, through the client, and record their decision with
+    /// [`approval::approve`](crate::approval::approve) or
+    /// [`decline`](crate::approval::decline). `true` when it recorded one: the driver then
+    /// looks at the approval again.
+    fn approval_required<'a>(
+        &'a self,
+        tool: &'static Tool,
+        key: &'a Key,
+        asked: &'a crate::approval::Request,
+        store: &'a dyn AsyncStore,
+    ) -> BoxFuture<'a, bool>;
 }
 
 /// The front end that may answer for this call instead of its tool, with the store to
@@ -112,6 +125,16 @@ mod tests {
             Box::pin(std::future::ready(()))
         }
         fn renewed<'a>(&'a self, _: &'static Tool, _: &'a Key, _: Token, _: &'a dyn AsyncStore) -> BoxFuture<'a, bool> {
+            Box::pin(std::future::ready(false))
+        }
+        fn approval_required<'a>(
+            &'a self,
+            _: &'static Tool,
+            key: &'a Key,
+            _: &'a crate::approval::Request,
+            _: &'a dyn AsyncStore,
+        ) -> BoxFuture<'a, bool> {
+            self.note("approval_required", key);
             Box::pin(std::future::ready(false))
         }
     }

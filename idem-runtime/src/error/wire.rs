@@ -90,7 +90,7 @@ impl Serialize for Error {
     }
 }
 
-/// An [`Approval`] as it is serialized: `{"namespace", "key", "text", "asked_at_ms",
+/// An [`Approval`] as it is serialized: `{"namespace", "key", "text", "request", "asked_at_ms",
 /// "expires_at_ms"}`, and `"declined_by"`, `"declined_at_ms"`, `"note"` when known.
 struct ApprovalWire<'a>(&'a Approval);
 
@@ -101,6 +101,8 @@ impl Serialize for ApprovalWire<'_> {
         map.serialize_entry("namespace", &a.namespace)?;
         map.serialize_entry("key", &a.key)?;
         map.serialize_entry("text", &a.text)?;
+        let request = serde_json::from_str::<Value>(&a.request).unwrap_or_else(|_| Value::String(a.request.clone()));
+        map.serialize_entry("request", &request)?;
         map.serialize_entry("asked_at_ms", &a.asked_at_ms)?;
         map.serialize_entry("expires_at_ms", &a.expires_at_ms)?;
         if let Some(by) = &a.declined_by {
@@ -126,6 +128,11 @@ impl<'de> Deserialize<'de> for Approval {
             namespace: text("namespace").ok_or_else(|| missing("namespace"))?,
             key: text("key").ok_or_else(|| missing("key"))?,
             text: text("text").ok_or_else(|| missing("text"))?,
+            request: match value.get("request") {
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                None => "{}".to_owned(),
+            },
             asked_at_ms: number("asked_at_ms").ok_or_else(|| missing("asked_at_ms"))?,
             expires_at_ms: number("expires_at_ms").ok_or_else(|| missing("expires_at_ms"))?,
             declined_by: text("declined_by"),

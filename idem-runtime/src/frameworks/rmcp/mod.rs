@@ -9,6 +9,7 @@ mod authenticated;
 pub(crate) mod tasks;
 
 pub use authenticated::Authenticated;
+pub use tasks::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
 
 use std::any::Any;
 

@@ -21,6 +21,7 @@
 //! `#[tool_handler]`; what that expansion and `#[idempotent]`'s call is here.
 
 mod ids;
+mod in_band;
 pub(crate) mod records;
 mod served;
 mod state;
@@ -28,7 +29,9 @@ mod state;
 use std::future::Future;
 
 use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, GetTaskResult, ServerConfig, TASKS_EXTENSION_ID, TaskStatus};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetTaskResult, ServerConfig, TASKS_EXTENSION_ID, TaskStatus,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
@@ -39,7 +42,8 @@ use crate::key::{KeyPart, scope_prefix};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, now_ms};
 
-pub use served::{SERVING, Tasks};
+pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
+pub use served::{Client, SERVING, Tasks};
 
 /// What a client asks of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,9 +146,9 @@ pub fn owned_server<S: OwnedServer>(server: &S) -> S {
     server.clone()
 }
 
-/// Whether the client of this request declared the tasks extension.
-pub fn offered(context: &RequestContext<RoleServer>) -> bool {
-    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
+/// The client of this `tools/call`, and what it can do (tasks, questions to its user).
+pub fn client(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Client {
+    Client::of(request, context)
 }
 
 /// Serves one `tools/call` as a tokio task of its own, so that a body may run on after the
@@ -158,11 +162,11 @@ pub fn offered(context: &RequestContext<RoleServer>) -> bool {
 /// - every other answer is the tool's own.
 ///
 /// The call is not cancelled when the client goes away: what it started, it finishes.
-pub async fn serve_call<F>(offered: bool, call: F) -> Result<CallToolResponse, ErrorData>
+pub async fn serve_call<F>(client: Client, call: F) -> Result<CallToolResponse, ErrorData>
 where
     F: Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'static,
 {
-    served::serve_call(offered, call).await
+    served::serve_call(client, call).await
 }
 
 /// `tasks/get`, `tasks/cancel` or `tasks/update` for task `task_id`, if it is one of

@@ -6,8 +6,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CreateTaskResult, Task, TaskStatus};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CreateTaskResult, InputRequiredResult, InputResponses, Task, TaskStatus,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer};
 use tokio::sync::Notify;
 
 use super::records::{self, Run};
@@ -26,10 +29,43 @@ tokio::task_local! {
 /// answers with (its action was running already), and when its body started (for its
 /// `timeout`).
 struct Served {
-    /// Whether the client declared the tasks extension.
-    offered: bool,
+    /// Who asks, and what its client can do.
+    client: Client,
     state: Mutex<ServedState>,
     changed: Notify,
+}
+
+/// The client of one `tools/call`, and what it can do: what `#[idem::tasks]` reads from the
+/// request before serving it (see [`super::client`]).
+pub struct Client {
+    /// It declared the tasks extension.
+    pub(super) offered: bool,
+    /// It speaks MCP 2026-07-28, where a server asks the user through an
+    /// `InputRequiredResult` and the client calls again with the answer.
+    pub(super) modern: bool,
+    /// It declared form elicitation: it can show a person a question.
+    pub(super) elicits: bool,
+    /// The way to the client, for a question asked during the call (MCP before 2026-07-28).
+    pub(super) peer: Peer<RoleServer>,
+    /// The answers to the questions of an earlier round of this call (2026-07-28).
+    pub(super) responses: Option<InputResponses>,
+}
+
+impl Client {
+    pub(super) fn of(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Client {
+        let capabilities = context.client_capabilities();
+        let elicits = capabilities.as_ref().and_then(|c| c.elicitation.as_ref()).is_some_and(|elicitation| {
+            // An elicitation capability that names no mode means form (MCP 2025-06-18).
+            elicitation.form.is_some() || elicitation.url.is_none()
+        });
+        Client {
+            offered: capabilities.is_some_and(|capabilities| capabilities.supports_tasks()),
+            modern: context.protocol_version().is_some_and(|version| !version.has_initialize()),
+            elicits,
+            peer: context.peer.clone(),
+            responses: request.input_responses.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -38,6 +74,8 @@ struct ServedState {
     answered: Option<CreateTaskResult>,
     /// The call's body runs: when its `timeout` passes, the answer it gives then.
     running: Option<(Instant, CallToolResponse)>,
+    /// The question the call answers with instead of APPROVAL_REQUIRED (MCP 2026-07-28).
+    input_required: Option<InputRequiredResult>,
 }
 
 impl Served {
@@ -62,11 +100,11 @@ impl Served {
 }
 
 /// Serves one `tools/call`; see [`super::serve_call`].
-pub(super) async fn serve_call<F>(offered: bool, call: F) -> Result<CallToolResponse, ErrorData>
+pub(super) async fn serve_call<F>(client: Client, call: F) -> Result<CallToolResponse, ErrorData>
 where
     F: Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'static,
 {
-    let served = Arc::new(Served { offered, state: Mutex::default(), changed: Notify::new() });
+    let served = Arc::new(Served { client, state: Mutex::default(), changed: Notify::new() });
     let mut call = tokio::spawn(CALL.scope(served.clone(), call));
     tokio::select! {
         joined = &mut call => {
@@ -78,9 +116,11 @@ where
                     None,
                 )),
             };
-            match served.lock().answered.take() {
-                Some(task) => Ok(CallToolResponse::Task(task)),
-                None => response,
+            let mut state = served.lock();
+            match (state.answered.take(), state.input_required.take()) {
+                (Some(task), _) => Ok(CallToolResponse::Task(task)),
+                (None, Some(question)) => Ok(CallToolResponse::InputRequired(question)),
+                (None, None) => response,
             }
         }
         answer = served.timed_out() => Ok(answer),
@@ -105,7 +145,7 @@ impl Serving for Tasks {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(served) = served_here() else { return };
-            if !served.offered {
+            if !served.client.offered {
                 return;
             }
             // The record as it is now: the run the task stands for is the one holding it.
@@ -151,7 +191,7 @@ impl Serving for Tasks {
             let timed_out = || {
                 CallToolResponse::Complete(super::super::error_result(&answers::timed_out(tool, Some(key), timeout)))
             };
-            let answer = match served.offered.then(|| started_task(tool, key, token, store)) {
+            let answer = match served.client.offered.then(|| started_task(tool, key, token, store)) {
                 Some(made) => match made.await {
                     Ok(task) => CallToolResponse::Task(handle(task, &running)),
                     Err(error) => {
@@ -190,6 +230,22 @@ impl Serving for Tasks {
                     false
                 }
             }
+        })
+    }
+
+    fn approval_required<'a>(
+        &'a self,
+        tool: &'static Tool,
+        key: &'a Key,
+        asked: &'a crate::approval::Request,
+        store: &'a dyn AsyncStore,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(served) = served_here() else { return false };
+            super::in_band::ask(tool, key, asked, store, &served.client, |question| {
+                served.lock().input_required = Some(question);
+            })
+            .await
         })
     }
 }
