@@ -74,7 +74,8 @@
 //!
 //! **A database your application already uses** may hold the store too, beside its own
 //! tables: [`SqliteStoreBuilder::open`] says what it adds (the table `idem_records`, WAL,
-//! `PRAGMA user_version`) and when it refuses such a file.
+//! `PRAGMA user_version`) and when it refuses such a file (one whose `user_version` your
+//! application already sets): give idem its own file then, or `ATTACH` one.
 //!
 //! # Transactions: exactly once for effects in the store's database
 //!
