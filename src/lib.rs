@@ -10,7 +10,8 @@
 //!
 //! `#[idempotent(...)]` goes on a function, sync or async, free or a method (`&self`,
 //! `self: Arc<Self>`), that returns a `Result<T, E>` (see [Return types](#return-types)).
-//! Durations are written `"500ms"`, `"30s"`, `"5m"`, `"2h"` or `"1d"`.
+//! Durations are a whole number and a unit, `ms`, `s`, `m`, `h` or `d` (`"500ms"`,
+//! `"30s"`, `"5m"`, `"2h"`, `"1d"`); zero, or anything else, does not compile.
 //!
 //! | argument | meaning | default |
 //! | --- | --- | --- |
@@ -219,8 +220,8 @@
 //! `"differences": [{"field", "stored", "requested"}]`; IN_PROGRESS and TIMEOUT add
 //! `"retry_after_ms"` and, when known, `"since_ms"` and `"progress"`, which
 //! [`Error::running()`](Error::running) gives in code as an [`error::Running`], and
-//! [`Error::retry_after()`](Error::retry_after) as a `Duration`). It also deserializes from that form,
-//! so an error enum kept with `on_error = keep` can wrap it. A CONFLICT's
+//! [`Error::retry_after()`](Error::retry_after) as a `Duration`). It also deserializes from
+//! that form, so an error enum kept with `on_error = keep` can wrap it. A CONFLICT's
 //! [`Error::differences()`](Error::differences) give each field's stored and requested values
 //! as `serde_json::Value` ([`error::FieldDifference`]).
 //!
@@ -324,24 +325,26 @@
 //! (started by the first call) sleeps until a renewal is due, renews sync tools' leases
 //! itself and wakes async calls to renew on their own task; a body that finishes within a
 //! third of its lease is registered and unregistered and never renewed. A failed renewal is
-//! logged and tried again sooner; a renewal refused because the key was taken over (the process was frozen past its lease) stops renewal and is
-//! logged as an error. An async body that blocks its thread (no `.await` for seconds) also
-//! blocks its own renewals: move blocking work to `spawn_blocking`.
+//! logged and tried again sooner; a renewal refused because the key was taken over (the
+//! process was frozen past its lease) stops renewal and is logged as an error. An async
+//! body that blocks its thread (no `.await` for seconds) also blocks its own renewals: move
+//! blocking work to `spawn_blocking`.
 //!
-//! The body can say how far it got with [`progress`]`("rendering the PDF")`, and learn that
-//! it was asked to stop (an MCP client's `tasks/cancel`) with [`cancel_requested`]`()`,
-//! checked between steps: stopping is the body's decision, nothing is interrupted. The message
+//! The body can say how far it got with [`progress`]`("rendering the PDF")`. The message
 //! (cut to 256 bytes) is written with a renewal about a second later, at most once a second,
-//! and shown by `<fn>_status` and every `IN_PROGRESS` answer. Every `IN_PROGRESS` and
-//! `TIMEOUT` answer carries `retry_after_ms`, as do `Status::InProgress` and an MCP task's
-//! `pollIntervalMs`, in whole milliseconds: how long the call has run so far, at least 1 s
-//! and at most 30 s; then capped at a third of the lease and, for `IN_PROGRESS`, at 100 ms
-//! after the running call's current lease ends; never under 100 ms.
-//! The caps win over the 1 s minimum (a lease under 3 s gives a hint under 1 s: 666 ms for
-//! a 2 s lease), because the hint exists to bring a caller back before a holder that died
-//! could be freed; only the 100 ms floor wins over them (leases under 300 ms). A caller that
-//! waits as told polls a quick call within a second, a long export twice a minute, and
-//! learns of a dead holder within moments of its key being freed.
+//! and shown by `<fn>_status` and every `IN_PROGRESS` answer. A long body learns that it
+//! was asked to stop (an MCP client's `tasks/cancel`) from [`cancel_requested`]`()`,
+//! checked between steps: stopping is the body's decision, and nothing is interrupted.
+//!
+//! **The retry hint.** Every `IN_PROGRESS` and `TIMEOUT` answer carries `retry_after_ms`,
+//! as do `Status::InProgress` and an MCP task's `pollIntervalMs`, in whole milliseconds:
+//! how long the call has run so far, at least 1 s and at most 30 s; then capped at a third
+//! of the lease and, for `IN_PROGRESS`, at 100 ms after the running call's current lease
+//! ends; never under 100 ms. The caps win over the 1 s minimum (a lease under 3 s gives a
+//! hint under 1 s: 666 ms for a 2 s lease), because the hint exists to bring a caller back
+//! before a holder that died could be freed; only the 100 ms floor wins over them (leases
+//! under 300 ms). A caller that waits as told polls a quick call within a second, a long
+//! export twice a minute, and learns of a dead holder within moments of its key being freed.
 //!
 //! ## Tenants
 //!
@@ -350,8 +353,7 @@
 //! which the model fills: two tenants that invoice a customer of the same id in the same
 //! period would share one record (tenant B replays tenant A's invoice, and B's is never
 //! sent), and any tenant's status tool would read the other's. Putting the tenant into the
-//! key as an argument does not help: the model chooses the arguments. `scope = expr` takes
-//! the caller's identity from the authenticated request instead.
+//! key as an argument does not help: the model chooses the arguments.
 //!
 //! `scope = expr` takes the caller's identity from the authenticated request instead: a
 //! tenant or user id, evaluated on every call like `store`, from `self` (`scope =
