@@ -449,7 +449,7 @@
 pub use idem_macros::idempotent;
 /// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only
 /// tools; goes above `#[tool_router]` (feature `rmcp`). See
-/// [`frameworks::rmcp`](frameworks/rmcp/index.html#a-server).
+/// [Status tools](frameworks/rmcp/index.html#status-tools).
 pub use idem_macros::status_tools;
 /// Serves MCP Tasks (SEP-2663) for an rmcp server's `#[idempotent]` tools, keyed by the
 /// business action and read from the store; goes below `#[tool_handler]` (feature

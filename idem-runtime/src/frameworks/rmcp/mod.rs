@@ -156,37 +156,45 @@
 //!   `rmcp::model::ContentBlock`).
 //! - **Failures of the body.** A result with `isError: true` and an `Err(ErrorData)` release
 //!   the key, like any `Err`. `on_error = keep` keeps `Err(ErrorData)` only.
-//! - **Status tools.** `#[idem::status_tools]` adds, for each `#[idempotent]` `#[tool]`
-//!   method, the tool `send_invoice_status` (`readOnlyHint: true`, `destructiveHint: false`),
-//!   served by the method `send_invoice_status_tool`. It takes **the key's fields only**,
-//!   `{"customer": "acme", "period": "2026-10"}`: a model that lost track of a call may no
-//!   longer have its memo. Its input schema is the request type's, cut down to those
-//!   properties (their types, doc-comment descriptions and `required` as the tool has them),
-//!   and its description names them. A field is the top-level argument a placeholder starts
-//!   from: `<req.customer>` with `Parameters(req)`, or `<p>` with
-//!   `Parameters(SendInvoice { period: p, .. })` (`period`); for `<req.customer.id>` the
-//!   model passes `customer` whole. Other arguments are ignored; a missing or ill-typed key
-//!   field is an `INVALID_KEY` tool result naming it. The key is derived exactly as the tool
-//!   derives it (same normalization), and the status tool answers
-//!   `{"status": "completed", "result": ...}`, `{"status": "in_progress", ...}`,
-//!   `{"status": "not_found"}`, ... A key field's JSON name must be its Rust name: a
-//!   `#[serde(rename)]` (or a `rename_all` that changes it) makes building the tool list
-//!   panic with a message naming the field, as rmcp does for an input schema it cannot use.
-//!   When the key's fields do not all come from the `Parameters<T>` argument (a key field
-//!   from another argument, the whole request as the key, a `store` read from the request),
-//!   the status tool takes the arguments `send_invoice_status` takes, as they are. Without a
-//!   `#[tool_router]` (a router built by hand), add
-//!   `.with_route((Self::send_invoice_status_tool_tool_attr(), Self::send_invoice_status_tool))`.
-//!   An `#[idempotent]` inside `#[cfg_attr(...)]` does not compile in an impl with
-//!   `#[idem::status_tools]`: rmcp's `#[tool_router]` serves every `#[tool]` whatever its
-//!   `cfg`, so the status tool could not follow the condition. Keep such a tool in an impl
-//!   block of its own, without `#[idem::status_tools]` (its calls are still idempotent when
-//!   the condition holds; it has no status tool).
 //! - **Descriptions.** rmcp builds a tool's description from its doc comment with the source's
 //!   line breaks. `#[idempotent]` gives a `#[tool]` without `description = ...` its doc
 //!   comment as paragraphs: a paragraph's lines joined with spaces, blank lines kept, line
 //!   breaks kept before list items and inside code fences (a `#[doc = include_str!(..)]` is
 //!   left to rmcp).
+//!
+//! # Status tools
+//!
+//! `#[idem::status_tools]`, above `#[tool_router]`, adds for each `#[idempotent]` `#[tool]`
+//! method the tool `send_invoice_status` (`readOnlyHint: true`, `destructiveHint: false`),
+//! served by the method `send_invoice_status_tool`. It takes **the key's fields only**,
+//! `{"customer": "acme", "period": "2026-10"}`: a model that lost track of a call may no
+//! longer have its memo.
+//!
+//! - **Its input.** The input schema is the request type's, cut down to those properties
+//!   (their types, doc-comment descriptions and `required` as the tool has them), and its
+//!   description names them. A field is the top-level argument a placeholder starts from:
+//!   `<req.customer>` with `Parameters(req)`, or `<p>` with
+//!   `Parameters(SendInvoice { period: p, .. })` (`period`); for `<req.customer.id>` the
+//!   model passes `customer` whole. Other arguments are ignored; a missing or ill-typed key
+//!   field is an `INVALID_KEY` tool result naming it.
+//! - **Its answer.** The key is derived exactly as the tool derives it (same
+//!   normalization), and the status tool answers `{"status": "completed", "result": ...}`,
+//!   `{"status": "in_progress", ...}`, `{"status": "not_found"}`, ... (the [`Status`]
+//!   of the tool's `<fn>_status`, as [`status_result`] shows it).
+//! - **Renamed fields.** A key field's JSON name must be its Rust name: a
+//!   `#[serde(rename)]` (or a `rename_all` that changes it) makes building the tool list
+//!   panic with a message naming the field, as rmcp does for an input schema it cannot use.
+//! - **Key fields from elsewhere.** When the key's fields do not all come from the
+//!   `Parameters<T>` argument (a key field from another argument, the whole request as the
+//!   key, a `store` read from the request), the status tool takes the arguments
+//!   `send_invoice_status` takes, as they are.
+//! - **A router built by hand.** Without a `#[tool_router]`, add
+//!   `.with_route((Self::send_invoice_status_tool_tool_attr(), Self::send_invoice_status_tool))`.
+//! - **Conditional tools.** An `#[idempotent]` inside `#[cfg_attr(...)]` does not compile in
+//!   an impl with `#[idem::status_tools]`: rmcp's `#[tool_router]` serves every `#[tool]`
+//!   whatever its `cfg`, so the status tool could not follow the condition. Keep such a
+//!   tool in an impl block of its own, without `#[idem::status_tools]` (its calls are still
+//!   idempotent when the condition holds; it has no status tool).
 //!
 //! # Tenants: `Authenticated`
 //!
