@@ -1,253 +1,66 @@
-//! Make the tools AI agents call safe to retry.
+#![doc = include_str!("../README.md")]
 //!
-//! Agent stacks retry at many layers: people press send twice, webhooks are redelivered,
-//! runtimes retry whole turns, the model calls a tool again after a timeout. A timeout is
-//! not a failure: the work often finishes. `#[idempotent]` gives a tool a key derived from
-//! the business action, reserves it in a store before the body runs, and answers every
-//! repeat from the store: one effect per action, however often and however concurrently
-//! the tool is called.
+//! # Reference
 //!
-//! The package is `idem-tools` (the name `idem` on crates.io belongs to another crate);
-//! its library is `idem`, so code writes `use idem::idempotent`:
+//! What follows is the reference for a tool author: the attribute, keys, what every call
+//! answers, slow calls, tenants. Stores, telemetry, the frameworks, the HTTP layer and
+//! testing have their own modules (the map above).
 //!
-//! ```toml
-//! [dependencies]
-//! idem-tools = "0.1"    # features: "tokio" (default), "postgres", "rmcp", "rig", "metrics", "http", "testing"
-//! ```
+//! ## Attribute arguments
 //!
-//! # Example
+//! `#[idempotent(...)]` goes on a function, sync or async, free or a method (`&self`,
+//! `self: Arc<Self>`), that returns a `Result<T, E>` (see [Return types](#return-types)).
+//! Durations are a whole number and a unit, `ms`, `s`, `m`, `h` or `d` (`"500ms"`,
+//! `"30s"`, `"5m"`, `"2h"`, `"1d"`); zero, or anything else, does not compile.
 //!
-//! ```
-//! use std::sync::LazyLock;
-//! use idem::{idempotent, SqliteStore, Status};
-//! use serde::{Deserialize, Serialize};
-//!
-//! static STORE: LazyLock<SqliteStore> = LazyLock::new(|| {
-//!     SqliteStore::open(std::env::temp_dir().join("idem-doc-example.db")).unwrap()
-//! });
-//!
-//! #[derive(Serialize, Deserialize)]
-//! struct Invoice { id: String, amount: f64, #[serde(default)] replayed: bool }
-//!
-//! #[derive(Debug)]
-//! enum ToolError { Idem(idem::Error) }
-//! impl From<idem::Error> for ToolError {
-//!     fn from(error: idem::Error) -> Self { ToolError::Idem(error) }
-//! }
-//!
-//! /// Create and send the invoice for one customer and billing period.
-//! /// Safe to retry: a second call for the same customer and period never sends a second invoice.
-//! #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *STORE)]
-//! fn send_invoice(customer: String, period: String, amount: f64, memo: String)
-//!     -> Result<Invoice, ToolError>
-//! {
-//!     // `idem::current_key()` is the key to hand to a provider that takes idempotency keys.
-//!     let key = idem::current_key().unwrap();
-//!     Ok(Invoice { id: format!("inv for {key}"), amount, replayed: false })
-//! }
-//!
-//! # let period = format!("doc-{}", std::process::id());
-//! let first = send_invoice("acme".into(), period.clone(), 120.0, "October support".into()).unwrap();
-//! // The model retries with a reworded memo: the first invoice comes back, marked as a replay.
-//! let again = send_invoice("ACME".into(), period.clone(), 120.0, "Support, October".into()).unwrap();
-//! assert!(!first.replayed && again.replayed && first.id == again.id);
-//! // Another amount for the same invoice is a CONFLICT, never a silent replay.
-//! let Err(ToolError::Idem(conflict)) = send_invoice("acme".into(), period.clone(), 150.0, "".into())
-//!     else { panic!() };
-//! assert_eq!(conflict.code(), idem::ErrorCode::Conflict);
-//! // The generated read-only status function takes only the key's fields.
-//! assert!(matches!(send_invoice_status("acme".into(), period).unwrap(), Status::Completed(_)));
-//! ```
-//!
-//! # Attributes
-//!
-//! - `key = "invoice:<customer>:<period>"` (required): the key template. Placeholders name
-//!   parameters (`<customer>`), fields of parameters (`<req.customer>`) or names bound by
-//!   parameter patterns (`Parameters(Req { customer, .. }): Parameters<Req>`). Values are
-//!   trimmed, NFKC-normalized and case-folded (`<sku:exact>` opts out) and escaped, so
-//!   different values never give the same key; `<email:hash>` stores a hash instead of the
-//!   value. Two placeholders must be separated by a character such as `:` or `/`. Key
-//!   fields implement [`KeyPart`]: strings, integers, `bool`, `char`, or your identifier
-//!   types, which can also parse the model's wording into one form and refuse an unknown
-//!   identifier before anything is reserved (see [`KeyPart`]). Timestamps, call or
-//!   attempt IDs, random values and floats do not compile.
-//! - `compare = [amount, req.currency]`: fields that must be equal on a repeat. A
-//!   difference is a CONFLICT naming each field with its first and its new value. They
-//!   must implement `serde::Serialize`.
-//! - `store = expr`: the store, evaluated on every call (it may use `self` or a
-//!   parameter). Any [`store::Store`] (sync tools) or [`store::AsyncStore`] (async tools), also behind
-//!   `&`, `Box` or `Arc`. Default: [`default_store`], an SQLite file in the user's data
-//!   directory unless `IDEM_DB` or [`set_default_store_path`] names one (see
-//!   [`default_store_path`]).
-//! - `scope = expr`: whose records these are (a tenant, a user), from the authenticated
-//!   request, evaluated on every call like `store`: `self`, a parameter of a plain
-//!   function, or an rmcp extractor such as `Extension<T>`; never an rmcp `Parameters` or
-//!   a rig tool argument, which the model fills (those do not compile). Every key starts
-//!   with the scope's hash ([`scope_prefix`]), so each scope has its own records, and the
-//!   status function takes the scope the same way. `unscoped` says that a tool taking
-//!   `Extension<T>` shares its records across callers on purpose (else a warning).
-//! - `namespace = "billing.invoices"`: the record namespace. Default: the function's
-//!   module path and name (`my_crate::billing::send_invoice`), so two tools never share
-//!   keys by accident. Moving a tool to another module changes its default namespace (its
-//!   earlier records then no longer answer it): pin it with `namespace = "..."`. Methods
-//!   of one name in two impl blocks of one module would share a default namespace: the
-//!   second one called refuses every call with [`ErrorCode::NamespaceClash`] until one
-//!   names its own. Give two tools the same namespace to share keys on purpose.
-//! - `lease = "30s"`: how long the key of a call whose process died stays blocked before
-//!   the call counts as abandoned (`"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`). Default
-//!   30 seconds. While a body runs, its lease is renewed every third of the lease (by one
-//!   shared thread; a body that finishes sooner writes nothing), so the lease need not
-//!   outlast the slowest body. The body may report how far it got with [`progress`];
-//!   IN_PROGRESS answers and the status function show it, with a poll hint
-//!   ([`Error::retry_after`], [`error::Running`]).
-//! - `max_hold = "1h"`: how long a running body's lease is renewed at most; a body that
-//!   hangs for good frees its key one lease later. Default 1 hour; at least one lease.
-//! - `reconcile = expr`: asks the provider what happened to an abandoned call once its
-//!   lease ended: a function or closure taking an [`Abandoned`] and returning a
-//!   [`Reconciled`] (a future of one, for async tools). `Done(result)` completes the key
-//!   and replays the result, `NotDone` runs the body now, `Unknown` answers
-//!   OUTCOME_UNKNOWN. Only one caller reconciles a key at a time.
-//! - `on_error = keep`: the body's `Err` is the final answer, stored and replayed, for
-//!   errors that happen after the side effect. Default `release`.
-//! - `timeout = "2s"` (async tools, `tokio` feature, on by default): the caller gets
-//!   TIMEOUT in time while the body goes on as a task and completes the key. The body
-//!   must not borrow from the caller (`Send + 'static`: no `&self`, no `&T` parameters;
-//!   a method takes `self: Arc<Self>`), and the store must be `'static` (a `static`, or
-//!   the default store). rmcp tools are the exception: there [`tasks`] applies the
-//!   timeout to the whole `tools/call`, which runs on a clone of the server, so `&self`
-//!   and `store = self.store` work (see [MCP Tasks](#mcp-tasks)); without [`tasks`] on
-//!   the server's `ServerHandler` impl an rmcp tool's timeout does not take effect (the
-//!   call waits for its body; a warning says so once per tool).
-//! - `retain = "7d"`: how long a settled record is kept before [`store::Store::purge`] may remove
-//!   it. A retry after that runs the action again; keep records as long as any layer may
-//!   retry.
-//! - `crate = "my_idem"`: where the generated code finds idem, for a crate whose
-//!   Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version =
-//!   "0.1" }`). Default `::idem`. Without it such a crate fails to compile with "cannot
-//!   find `idem` in the crate root". `#[status_tools]` reads it from each tool's attribute.
-//!   A single name must be one of the crate's dependencies as its Cargo.toml names them:
-//!   any other is one compile error at the string, saying what idem is called there. A
-//!   path (`crate = "crate::deps::idem"`, a re-export) is used as written.
-//!
-//! The function keeps its exact signature. It must return a [`frameworks::ToolOutput`]: a
-//! `Result<T, E>` where `T` serializes and deserializes (it is stored and replayed) and
-//! `E: From<idem::Error>`. Beside it, `<name>_status` takes the receiver and the
-//! parameters the key (and the store expression) use, and returns
-//! `Result<Status<T>, idem::Error>`; it is async when the tool is. And
-//! `<name>_record_id` takes the key's parameters only and returns the record's
-//! [`store::OwnedRecordId`] (the tool's namespace and the derived key), to read or settle
-//! the record through a [`store::Store`] without spelling the namespace out.
-//!
-//! # Outcomes
-//!
-//! | situation | answer | retryable |
+//! | argument | meaning | default |
 //! | --- | --- | --- |
-//! | first call | the body runs once; its result is stored | |
-//! | completed earlier, same compared fields | the stored result, as stored; `"replayed": true` in a `serde_json::Value` object or a struct with a `replayed` field, never in a typed map (see [`frameworks::replay_value`]) | |
-//! | completed earlier or running, compared fields differ | [`ErrorCode::Conflict`] naming each field | no |
-//! | first call still running | [`ErrorCode::InProgress`], suggesting `<name>_status` | no |
-//! | first call abandoned (panic, dropped future, crash) past its lease | the `reconcile` hook decides; without one [`ErrorCode::OutcomeUnknown`] | no |
-//! | `timeout` passed before the body finished | [`ErrorCode::Timeout`]; the body goes on and completes the key | no |
-//! | store unreachable or failing | [`ErrorCode::StoreUnavailable`]; the body does not run | yes |
-//! | key field empty after normalization | [`ErrorCode::InvalidKey`]; the body does not run | no |
-//! | stored result no longer reads as the tool's type | [`ErrorCode::RecordUnreadable`]; never re-run | no |
-//! | another tool uses this one's default namespace | [`ErrorCode::NamespaceClash`]; the body does not run | no |
-//! | the record is in a state this version does not know (a newer idem, a hand edit) | [`ErrorCode::RecordUnreadable`], naming namespace and key; a person must inspect it | no |
-//! | the body's result does not read back from its JSON (`f64::NAN` is `null`) | the caller gets the result; it is not stored and the key reads as abandoned: the `reconcile` hook, or [`ErrorCode::OutcomeUnknown`] (see [`frameworks::ToolOutput`]) | no |
+//! | `key = "invoice:<customer>:<period>"` | The key template: literal text and placeholders, each a parameter (`<customer>`), a field path (`<req.customer>`), or a name bound by a parameter pattern (`Parameters(Req { customer, .. }): Parameters<Req>`). Checked at compile time; see [Keys](#keys). | required |
+//! | `compare = [amount, req.currency]` | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments. Their types implement `serde::Serialize`. | none |
+//! | `store = expr` | The store, evaluated on every call; it may use `self` or a parameter (`store = self.store`, `store = *STORE` for a `LazyLock`). Any [`store::Store`] (sync tools) or [`store::AsyncStore`] (async tools), also behind `&`, `Box` or `Arc`; see [`store`]. | [`default_store`]: an SQLite file in the user's data directory, unless `IDEM_DB` or [`set_default_store_path`] names one ([`default_store_path`]) |
+//! | `scope = expr` | Whose records these are: a tenant or user id from the authenticated request, evaluated on every call like `store`; see [Tenants](#tenants). An empty scope is `INVALID_KEY`. | one scope for all callers |
+//! | `unscoped` | Says that a tool which takes the caller's identity (rmcp's `Extension<T>`) shares its records across callers on purpose; without it, or `scope`, such a tool compiles with a warning. | |
+//! | `namespace = "billing"` | The record namespace. Moving a tool to another module (or renaming its crate) changes its default namespace, and its earlier records no longer answer its calls: pin it with `namespace = "..."` first. Two methods of one name in two impl blocks of one module would get one default namespace: the second one called then refuses every call with `NAMESPACE_CLASH` (never a replay of the other's result) until one of them names its own. Give two tools one namespace to share keys on purpose. | the function's module path and name (`my_crate::billing::send_invoice`), so two tools never share keys by accident |
+//! | `lease = "30s"` | How long the key of a call whose process died stays blocked before the call counts as abandoned. A running body's lease is renewed every third of it, so it need not outlast the slowest body; see [Slow calls](#slow-calls). | 30 seconds |
+//! | `max_hold = "1h"` | How long a running body's lease is renewed at most. Past it, renewal stops and a body that hangs for good frees its key one lease later. At least one lease: a shorter one does not compile. | 1 hour |
+//! | `timeout = "2s"` | Async tools: the caller gets `TIMEOUT` after this long, while the body goes on and completes the key; see [Slow calls](#slow-calls). Needs the `tokio` feature. | none: the caller waits for the body |
+//! | `reconcile = expr` | What to do with an abandoned call once its lease ended: a function or closure taking an [`Abandoned`] and answering a [`Reconciled`], after asking the provider; async for async tools (`\|a\| async move { ... }`). See [Errors](#errors). | none: an abandoned call is `OUTCOME_UNKNOWN` |
+//! | `on_error = keep` | The body's `Err` is the final answer, stored and replayed (for errors that happen after the side effect, as Stripe does). The error type must serialize and deserialize. | `release`: an `Err` means the action did not happen, so the key is released |
+//! | `retain = "7d"` | How long a settled record is kept before [`store::Store::purge`] (`idem purge`) may remove it. A retry after its record was purged runs the action again: keep records at least as long as any layer may retry (model: seconds; webhooks: hours; dead letters: days). | 7 days |
+//! | `crate = "my_idem"` | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute. | `::idem` |
 //!
-//! An `Err` from the body releases the key: the action did not happen and a retry may run
-//! it. A panic or a dropped future leaves the key reserved, because the action may have
-//! happened. Every answer that is not a result is an [`Error`] with a stable code, a
-//! message, a retryable flag and a suggestion, serialized as
-//! `{"error": {"code", "message", "retryable", "suggestion"}}`. To see in code how a call
-//! was answered, wrap it in [`telemetry::observe`] (or [`telemetry::observe_async`]); [`telemetry::metrics()`] counts every
-//! tool's outcomes.
+//! ### What it generates
 //!
-//! # Telemetry
+//! The function keeps its exact signature (name, visibility, generics, receiver, parameter
+//! patterns, asyncness, return type), so frameworks that read it still do. Beside it:
 //!
-//! Each call runs in a `tracing` span named `execute_tool <tool>` with OpenTelemetry's
-//! GenAI attributes (`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.type`,
-//! `error.type`) and idem's own (`idem.outcome`, `idem.namespace`, `idem.key`,
-//! `idem.lease_token`, the phases' microseconds); the body's spans and events nest inside
-//! it, and an outer `execute_tool <tool>` span of the caller's is reused instead. The
-//! `metrics` feature records a call counter and the `gen_ai.execute_tool.duration`
-//! histogram through the `metrics` facade. [`telemetry::add_observer`] tells code of
-//! replays, conflicts, fenced completions, abandoned and taken-over calls and
-//! reconciliations. The names are in [`telemetry::conventions`].
+//! - `<name>_status(...)`, read-only, takes the receiver and the parameters the key (and the
+//!   `store` and `scope` expressions) use, and returns `Result<`[`Status<T>`](Status)`,
+//!   idem::Error>`; it is async when the tool is. A model that lost track of a call may no
+//!   longer have its other arguments, so it needs only the key's fields.
+//! - `<name>_record_id(...)`, always sync, takes the key's parameters and what the scope
+//!   reads (the receiver only when the scope reads `self`), builds the key without reading
+//!   anything, and returns `Result<`[`store::OwnedRecordId`]`, idem::Error>` (the tool's
+//!   namespace and the derived key), to read or settle the record through a
+//!   [`store::Store`] without spelling the namespace out.
 //!
-//! # Stores
+//! On an rmcp tool, [`status_tools`] serves the status function as a read-only tool; on a
+//! rig tool, it is a rig tool too (see [`frameworks`]).
 //!
-//! - [`SqliteStore`]: the embedded default. A file created on first use, WAL, a busy
-//!   timeout, full durability; safe across threads and across processes that open the
-//!   same file.
-//! - [`MemoryStore`]: one process, nothing on disk; for tests.
-//! - `PgStore` (feature `postgres`): PostgreSQL, for many workers on many machines
-//!   sharing one database; leases judged by the server's clock. See `store::postgres`
-//!   for its schema, pool and transactional mode.
+//! ### What does not compile
 //!
-//! Every bundled store also implements [`store::Admin`], an operator's operations beside a
-//! store's own `read` and `purge` (list, count, resolve, reopen), which the `idem` command
-//! (crate `idem-cli`) runs.
-//!
-//! # Agent frameworks
-//!
-//! `#[idempotent]` goes on the tool a framework already has, ABOVE the framework's
-//! attribute, and nothing else changes (see the [`frameworks`] module and the README):
-//!
-//! - **rmcp** (feature `rmcp`): above `#[tool]`. The tool's annotations get
-//!   `idempotent_hint = true`; a tool returning `Result<CallToolResult, ErrorData>` gets
-//!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the model
-//!   sees with `isError: true`. [`status_tools`] above `#[tool_router]` serves each
-//!   `<tool>_status` as a read-only tool that takes only the key's fields (the request's
-//!   properties the key reads). Below `#[tool]`, `#[idempotent]` does not compile.
-//!   [`tasks`] below `#[tool_handler]` serves MCP Tasks: see [MCP Tasks](#mcp-tasks).
-//! - **rig** (feature `rig`): above `#[rig_tool]` (below works too, without the status
-//!   tool). Return `Result<T, ToolExecutionError>`: idem's answers arrive with their code,
-//!   retryable flag and structured error as the model's feedback, and `<tool>_status` is a
-//!   rig tool too.
-//!
-//! # MCP Tasks
-//!
-//! With [`tasks`] on an rmcp `ServerHandler` impl (below `#[tool_handler]`), a `tools/call`
-//! from a client that declared the Tasks extension (SEP-2663) answers with a task instead
-//! of TIMEOUT when its body outlives the tool's `timeout`, and instead of IN_PROGRESS when
-//! it finds the action running. A task stands for one run of the action: one task however
-//! often the model retries while it runs, a new one for a new run after a failure. Its id
-//! is opaque (an HMAC under a secret the store keeps), and `tasks/get` reads the store, so
-//! it answers after a restart and on every worker that shares the store; an ended task
-//! stays ended. `tasks/cancel` is recorded in the store and reaches the body through
-//! [`cancel_requested`]. Clients without the extension get TIMEOUT and the status tools,
-//! as before. The README's rmcp section has the whole table.
-//!
-//! # HTTP services
-//!
-//! The provider side (feature `http`): `idem::http::IdempotencyLayer` is a `tower` layer, for
-//! axum routes or any `tower` service, that honours the `Idempotency-Key` request header
-//! as the IETF draft says, on the same stores, leases and telemetry as tools: the first
-//! request runs, a repeat gets its stored response (`Idempotent-Replayed: true`), a repeat
-//! while it runs a `409` with `Retry-After`, the key with another request a `422`, a bad
-//! key a `400`. The module `idem::http` says what it answers in every situation.
-//!
-//! # Where things are
-//!
-//! - The crate root: what a tool author uses daily. The attributes, [`Error`] and
-//!   [`ErrorCode`], [`Status`], the stores, [`current_key`], [`progress`] and
-//!   [`cancel_requested`] for a running body, [`Key`] and [`KeyPart`], the reconcile
-//!   hook's [`Abandoned`] and [`Reconciled`], the default store's functions and
-//!   [`scope_prefix`].
-//! - [`error`]: what an [`Error`] carries ([`error::Running`], [`error::FieldDifference`]).
-//! - [`store`]: the store protocol, for store authors ([`store::Store`],
-//!   [`store::AsyncStore`] and their types), the operator's [`store::Admin`], each store's
-//!   options, and the defaults (`DEFAULT_LEASE`, `DEFAULT_RETAIN`, ...).
-//! - [`telemetry`]: [`telemetry::observe`], [`telemetry::metrics()`], span and metric
-//!   names, lifecycle events.
-//! - [`frameworks`]: how answers reach a model ([`frameworks::ToolOutput`],
-//!   [`frameworks::replay_value`]), rmcp and rig.
-//! - `http` (feature `http`): the tower layer for `Idempotency-Key`.
-//! - `testing` (feature `testing`, for your tests; not covered by semver): the store
-//!   conformance suite and the retry matrix.
-//!
-//! # Misuse does not compile
+//! Keys name the action, not the attempt. These do not compile, each with a message that
+//! says why and what to use instead: placeholders named like clock readings (`now`,
+//! `timestamp`, `ts`, `created_at`, ...), tool call or attempt IDs (`call_id`,
+//! `tool_call_id`, `attempt`, `retry`, ...), random values (`nonce`, `random_*`,
+//! `uuid_v4`, ...); parameters of float or clock types (`f64`, `SystemTime`, `Instant`,
+//! chrono and time date-times); any key field whose type does not implement [`KeyPart`]
+//! (which catches aliases and newtypes); unknown names, empty or unclosed placeholders,
+//! templates without a placeholder, placeholders not separated by a character such as `:`
+//! or `/`; `compare` entries that name nothing, repeat a key field or appear twice; a
+//! `max_hold` shorter than the `lease`; a `scope` that reads what the model fills (an rmcp
+//! `Parameters<T>` argument, a rig tool's arguments). An `event_id` or `request_id` created
+//! once before the first attempt is a fine key field.
 //!
 //! ```compile_fail
 //! // A key built from a clock reading would change on every retry.
@@ -260,16 +73,386 @@
 //! #[idem::idempotent(key = "pay:<amount>")]
 //! fn pay(amount: f64) -> Result<(), idem::Error> { Ok(()) }
 //! ```
+//!
+//! ## Keys
+//!
+//! A key names the business action (`invoice:acme:2026-10`), never the attempt: the same
+//! action spelled differently on a retry gives the same key, and different actions never
+//! share one.
+//!
+//! - **Templates.** Literal text and placeholders. A placeholder names a parameter
+//!   (`<customer>`), a field of one (`<req.customer>`, `<req.customer.id>`), or a name a
+//!   parameter pattern binds. A template needs at least one placeholder, and two
+//!   placeholders must be separated by a character such as `:` or `/`.
+//! - **Normalization.** Each field's value is trimmed, NFKC-normalized and case-folded, so
+//!   `" ACME "` and `"acme"` are one key. `<sku:exact>` takes the value as it is.
+//! - **Hashing.** `<email:hash>` stores a hash of the value instead of the value: it keeps
+//!   personal data such as e-mail addresses out of keys, stores and logs.
+//! - **Escaping.** Then each value is percent-encoded: letters, digits, `-`, `.`, `_`, `~`
+//!   and every non-ASCII character stay, every other ASCII character becomes `%` and two
+//!   upper-case hex digits. So `invoice:<customer>:<period>` with `" Acme Corp "` and
+//!   `"2026/10"` is stored as `invoice:acme%20corp:2026%2F10`, and `("a:b", "c")` never
+//!   meets `("a", "b:c")`. The `idem` command shows and takes keys in this form.
+//! - **Scopes.** A scoped tool's keys start with 32 hex digits of the scope's SHA-256 and a
+//!   `/` ([`scope_prefix`]); see [Tenants](#tenants).
+//! - **Empty fields.** A key field that is empty after normalization answers `INVALID_KEY`;
+//!   the body does not run.
+//! - **Key field types** implement [`KeyPart`]: strings, integers, `bool`, `char` (also
+//!   through references and smart pointers), and your own identifier types. Floats, clock
+//!   readings and per-call random values cannot be key fields.
+//!
+//! ### Stable identifiers
+//!
+//! A key names the action only if the model names it the same way on every try. Normalization
+//! takes care of case and spaces (`" ACME "` is `acme`), not of wording: "October 2026" on one
+//! try and "2026-10" on the next are two keys, so two invoices; and an identifier the model
+//! made up gets a key of its own and an action on nothing real. Validate identifiers against
+//! your data before acting: make the key field a type that parses what the model may write
+//! into one canonical form (its `KeyPart` writes that form) and refuses what names nothing:
+//!
+//! <!-- quoted from tests/support/stable_identifiers.rs -->
+//! ```rust
+//! use std::fmt;
+//! use std::str::FromStr;
+//!
+//! use serde::{Deserialize, Deserializer};
+//!
+//! /// A billing period, one month: "2026-10", "October 2026" and "oct 2026" are one period,
+//! /// `2026-10` in keys. "Octember 2026" names no month and is refused.
+//! #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+//! pub struct Period {
+//!     year: u16,
+//!     month: u8,
+//! }
+//!
+//! const MONTHS: &str = "january february march april may june july august september october november december";
+//!
+//! impl FromStr for Period {
+//!     type Err = String;
+//!
+//!     fn from_str(text: &str) -> Result<Period, String> {
+//!         let lower = text.trim().to_lowercase();
+//!         let named = |name: &str| MONTHS.split(' ').position(|month| name.len() >= 3 && month.starts_with(name));
+//!         let (year, month) = match lower.split_once(['-', ' ']) {
+//!             Some((year, month)) if year.len() == 4 => (year.parse().ok(), month.parse().ok()),
+//!             Some((month, year)) => (year.trim().parse().ok(), named(month).map(|index| index as u8 + 1)),
+//!             None => (None, None),
+//!         };
+//!         match (year, month) {
+//!             (Some(year @ 1000..=9999), Some(month @ 1..=12)) => Ok(Period { year, month }),
+//!             _ => Err(format!("unknown billing period {text:?}: write it as 2026-10 or October 2026")),
+//!         }
+//!     }
+//! }
+//!
+//! /// Parsed where the arguments are parsed: a period that names no month never reaches the
+//! /// tool, so idem reserves nothing for it.
+//! impl<'de> Deserialize<'de> for Period {
+//!     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Period, D::Error> {
+//!         String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+//!     }
+//! }
+//!
+//! /// The key spells the period one way, however the model wrote it.
+//! impl idem::KeyPart for Period {
+//!     fn write_key_text(&self, out: &mut String) {
+//!         out.push_str(&self.to_string());
+//!     }
+//! }
+//!
+//! impl fmt::Display for Period {
+//!     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+//!         write!(f, "{:04}-{:02}", self.year, self.month)
+//!     }
+//! }
+//! ```
+//!
+//! `Deserialize` runs where the arguments are parsed, before idem reserves anything, so a
+//! refused identifier leaves no record and runs no body:
+//!
+//! - **rmcp.** Give the request type the field (`period: Period`, with
+//!   `#[schemars(with = "String")]` for its schema). rmcp answers a call it cannot parse
+//!   with a tool result the model reads (`isError: true`, `failed to deserialize parameters:
+//!   unknown billing period "Octember 2026": write it as 2026-10 or October 2026`), and the
+//!   status tool reads its key fields through the same type (an `INVALID_KEY` naming the
+//!   field).
+//! - **Plain functions** take a `Period`; whoever turns the model's text into arguments
+//!   (`serde_json::from_value`, `"oct 2026".parse()`) meets the refusal there.
+//!
+//! A retry worded "oct 2026" then replays the first call. Identifiers that live in your data
+//! work the same way: a `Customer` whose `FromStr` looks the name up in the customer table
+//! your process holds (`Deserialize` cannot query a database; load the table at start or
+//! keep a cache) gives "Acme Corp", "acme" and "cus_7" one key and refuses "Globex".
+//! The repository's `tests/support/stable_identifiers.rs` has both types, and
+//! `tests/edges/stable_identifiers.rs` and `tests/frameworks_rmcp/stable_identifiers.rs`
+//! check, for a plain function and through rmcp's client, that four wordings make one
+//! invoice and that an unknown customer or period leaves the store empty.
+//!
+//! ## Outcomes
+//!
+//! | situation | answer | retryable | suggestion |
+//! | --- | --- | --- | --- |
+//! | first call | the body runs once; its result is stored before the tool returns | | |
+//! | completed earlier, same compared fields | the first result, exactly as stored; marked `"replayed": true` only where a model reads JSON or the type asks ([Return types](#return-types)) | | |
+//! | completed earlier or still running, compared fields differ | [`CONFLICT`](ErrorCode::Conflict), naming each field with its stored and requested value | no | ask the user before changing or adding |
+//! | first call still running | [`IN_PROGRESS`](ErrorCode::InProgress), with `retry_after_ms`, the call's start (`since_ms`) and the body's last `progress` message | no | call `<fn>_status` in `retry_after_ms` |
+//! | first call abandoned (panic, dropped future, crash) and its lease ended | the `reconcile` hook's answer; without a hook [`OUTCOME_UNKNOWN`](ErrorCode::OutcomeUnknown) | no | check with the provider or a person; never re-run blindly |
+//! | `timeout` passed before the body finished | [`TIMEOUT`](ErrorCode::Timeout), with `retry_after_ms`; the body goes on and completes the key | no | call `<fn>_status` in `retry_after_ms` |
+//! | store unreachable or failing | [`STORE_UNAVAILABLE`](ErrorCode::StoreUnavailable); the body does not run | yes | retry in a moment |
+//! | key field empty after normalization (or an empty `scope`) | [`INVALID_KEY`](ErrorCode::InvalidKey); the body does not run | no | |
+//! | stored result no longer reads as the tool's type | [`RECORD_UNREADABLE`](ErrorCode::RecordUnreadable); never re-run | no | a person must inspect the record |
+//! | record in a state this version does not know (a newer idem during a rolling deploy, a hand edit) | `RECORD_UNREADABLE`, naming namespace and key, on calls and `<fn>_status` | no | a person must inspect the record |
+//! | the body's result does not read back from its JSON (`f64::NAN`, an infinity: JSON writes `null`) | the caller gets its result; nothing is stored and the key reads as abandoned: the `reconcile` hook's answer, else `OUTCOME_UNKNOWN` | no | check with the provider or a person |
+//! | another tool already uses this tool's default namespace (two methods of one name, one module) | [`NAMESPACE_CLASH`](ErrorCode::NamespaceClash); the body does not run, on every call of the second tool | no | give one of them `namespace = "..."` |
+//!
+//! `STORE_UNAVAILABLE` is only for failures of the store itself (unreachable, a driver or
+//! disk error); a record the store holds but cannot interpret is never reported as an outage
+//! that a retry could fix. What each store answers when it fails, and within what time, is in
+//! [`store`].
+//!
+//! ## Errors
+//!
+//! Answers reach the caller through the tool's own return type: `Result<T, E>` with
+//! `E: From<idem::Error>`. Each [`Error`] has a stable [`code`](Error::code), a
+//! [`message`](Error::message), a [`retryable`](Error::retryable) flag and a
+//! [`suggestion`](Error::suggestion) naming the status function, and serializes as
+//! `{"error": {"code", "message", "retryable", "suggestion"}}` (a CONFLICT adds
+//! `"differences": [{"field", "stored", "requested"}]`; IN_PROGRESS and TIMEOUT add
+//! `"retry_after_ms"` and, when known, `"since_ms"` and `"progress"`, which
+//! [`Error::running()`](Error::running) gives in code as an [`error::Running`], and
+//! [`Error::retry_after()`](Error::retry_after) as a `Duration`). It also deserializes from
+//! that form, so an error enum kept with `on_error = keep` can wrap it. A CONFLICT's
+//! [`Error::differences()`](Error::differences) give each field's stored and requested values
+//! as `serde_json::Value` ([`error::FieldDifference`]).
+//!
+//! **The body's errors.** An `Err` from the body releases the key: the action did not happen,
+//! so a retry may run it. With `on_error = keep` the `Err` is the final answer instead,
+//! stored and replayed to every repeat (and `<fn>_status` reads `failed`), for errors that
+//! happen after the side effect; the error type must serialize and deserialize.
+//!
+//! **Crashes.** A panic, a dropped future (a caller's timeout cancels an async body at its
+//! next await) or a killed process leaves the key reserved, because the action may have
+//! happened: repeats get `IN_PROGRESS` until the lease ends (nothing renews it any more).
+//! Then one caller takes the reservation over (a new, larger fencing token) and asks the
+//! `reconcile` hook; without a hook the answer is `OUTCOME_UNKNOWN`. Never a blind re-run:
+//! that would turn a crash into a duplicate. A call that finishes after its reservation was
+//! taken over cannot complete, release or change the new holder's record (its completion is
+//! fenced and logged), and its own caller still gets what its body returned.
+//!
+//! **The `reconcile` hook** gets an [`Abandoned`] (the call's key, its stored compared fields
+//! and its start) and asks the provider what happened, for instance by looking up the
+//! idempotency key it was sent with ([Provider keys](#provider-keys)). Its answer:
+//!
+//! | the hook answers | the key | the caller gets |
+//! | --- | --- | --- |
+//! | [`Reconciled::Done(result)`](Reconciled::Done) | completed with `result` | `result`, as a replay |
+//! | [`Reconciled::NotDone`] | still held by this caller | the body runs now, under the key |
+//! | [`Reconciled::Unknown`] | stays abandoned, to be reconciled again by a later call | `OUTCOME_UNKNOWN` |
+//!
+//! Only one caller reconciles a key at a time; the others get `IN_PROGRESS` meanwhile.
+//!
+//! ## Return types
+//!
+//! A tool returns a [`frameworks::ToolOutput`]: a `Result<T, E>` where `T` implements
+//! `Serialize` and `Deserialize` (it is stored and replayed as JSON) and
+//! `E: From<idem::Error>`; rmcp's `Result<CallToolResult, ErrorData>` and rig's
+//! `Result<T, ToolExecutionError>` are such types ([`frameworks`]).
+//!
+//! **Where a replay says so.** A replay returns the first result as it was stored.
+//! `"replayed": true` is added only where a model reads JSON or the type asks for it: a
+//! `serde_json::Value` object (and untagged or internally tagged enums), a struct that
+//! declares the field itself (`#[serde(default)] replayed: bool`: `false` on the first call,
+//! `true` on every replay), and an rmcp tool's structured content (or a note in its text).
+//! A typed map (`HashMap<String, bool>`, `BTreeMap<String, serde_json::Value>`,
+//! `serde_json::Map`) and every other type come back exactly as stored; a struct with
+//! `#[serde(flatten)]` fields reads like a map and gets no marker ([`frameworks::replay_value`]).
+//! Code can always tell with [`telemetry::observe`] (outcome `Replayed`).
+//!
+//! **A result must read back as what it was.** When the body has run, idem reads the JSON it
+//! is about to store back into the tool's type, once (replays never pay for it). A result
+//! that does not (an `f64::NAN` or infinity, which JSON writes as `null`) is not stored: the
+//! caller still gets it, an error event names the tool and the key, and because the effect
+//! happened the key is kept and marked abandoned, so retries get the `reconcile` hook's
+//! answer or `OUTCOME_UNKNOWN` and `<fn>_status` says `unknown`; never `RECORD_UNREADABLE`,
+//! never a blind re-run. What JSON cannot tell apart replays as JSON reads it: `Some(None)`
+//! and `None` are both `null`, so `Some(None)` replays as `None`; `Some(f64::NAN)` in an
+//! `Option<f64>` replays as `None`; fields skipped when serializing replay as their
+//! defaults. Prefer shapes JSON holds (an enum rather than nested `Option`s).
+//!
+//! **Status.** `<fn>_status` returns a [`Status`]: `NotFound`, `InProgress` (with its start,
+//! lease end, progress message and retry hint), `Completed(result)`, `Failed` (a kept
+//! error) or `Unknown` (abandoned); serialized for a model as `{"status": "completed",
+//! "result": ...}`, `{"status": "in_progress", ...}`, `{"status": "not_found"}`, ...
+//!
+//! ## Slow calls
+//!
+//! A timeout is not a failure: the work often goes on. While a body runs, idem renews its
+//! reservation's lease every third of the lease, fenced by the call's token, so a body
+//! may run far longer than its lease and every repeat meanwhile gets `IN_PROGRESS`, never a
+//! second run and never `OUTCOME_UNKNOWN`. Three durations bound a call:
+//!
+//! - `lease` (default 30 s): how long a *dead* holder blocks its key. A process that dies
+//!   (kill -9, a lost machine) stops renewing; one lease after its last renewal the call
+//!   counts as abandoned and is handled as [Errors](#errors) says (one caller takes it over;
+//!   the `reconcile` hook, else `OUTCOME_UNKNOWN`).
+//! - `max_hold` (default 1 h): how long a *live* holder keeps renewing. A body that hangs
+//!   for good frees its key one lease after `max_hold`. A body that finishes late still
+//!   records its result if nobody took its key over; if someone did, its completion is
+//!   fenced and the new holder's record stands.
+//! - `timeout` (async tools, optional): how long the *caller* waits. It bounds no lease:
+//!   the body goes on, renewing, and records its outcome.
+//!
+//! **`timeout`.** The caller gets `TIMEOUT` (not retryable; it suggests `<fn>_status`) after
+//! this long, while the body goes on as a tokio task and completes the key (feature `tokio`,
+//! on by default). So the body cannot borrow from the caller: no `&self`, no `&T`
+//! parameters (a method takes `self: Arc<Self>`), and the store must be `'static` (a
+//! `static`, or the default store). rmcp tools are the exception: there [`tasks`] applies the
+//! timeout to the whole `tools/call`, which runs on a clone of the server and answers with a
+//! task or TIMEOUT, so `&self` and `store = self.store` work
+//! ([MCP Tasks](frameworks/rmcp/index.html#mcp-tasks)); without [`tasks`] on the server's
+//! `ServerHandler` impl an rmcp tool's timeout does not take effect (the call waits for its
+//! body; a warning says so once per tool).
+//!
+//! ```text
+//!  lease = 30s, max_hold = 1h         R = renewal (one store write)
+//!  0s      10s     20s     30s                      1h            1h+30s
+//!  |-------R-------R-------R-- ... ---R-------R-----|  no renewal  |
+//!  body running: repeats get IN_PROGRESS            max_hold       key abandoned:
+//!  process killed at 25s: last renewal at 20s, key abandoned at 50s    take-over, reconcile
+//! ```
+//!
+//! Renewal costs a fast call no store write and about 60 ns: one thread per process
+//! (started by the first call) sleeps until a renewal is due, renews sync tools' leases
+//! itself and wakes async calls to renew on their own task; a body that finishes within a
+//! third of its lease is registered and unregistered and never renewed. A failed renewal is
+//! logged and tried again sooner; a renewal refused because the key was taken over (the
+//! process was frozen past its lease) stops renewal and is logged as an error. An async
+//! body that blocks its thread (no `.await` for seconds) also blocks its own renewals: move
+//! blocking work to `spawn_blocking`.
+//!
+//! The body can say how far it got with [`progress`]`("rendering the PDF")`. The message
+//! (cut to 256 bytes) is written with a renewal about a second later, at most once a second,
+//! and shown by `<fn>_status` and every `IN_PROGRESS` answer. A long body learns that it
+//! was asked to stop (an MCP client's `tasks/cancel`) from [`cancel_requested`]`()`,
+//! checked between steps: stopping is the body's decision, and nothing is interrupted.
+//!
+//! **The retry hint.** Every `IN_PROGRESS` and `TIMEOUT` answer carries `retry_after_ms`,
+//! as do `Status::InProgress` and an MCP task's `pollIntervalMs`, in whole milliseconds:
+//! how long the call has run so far, at least 1 s and at most 30 s; then capped at a third
+//! of the lease and, for `IN_PROGRESS`, at 100 ms after the running call's current lease
+//! ends; never under 100 ms. The caps win over the 1 s minimum (a lease under 3 s gives a
+//! hint under 1 s: 666 ms for a 2 s lease), because the hint exists to bring a caller back
+//! before a holder that died could be freed; only the 100 ms floor wins over them (leases
+//! under 300 ms). A caller that waits as told polls a quick call within a second, a long
+//! export twice a minute, and learns of a dead holder within moments of its key being freed.
+//!
+//! ## Tenants
+//!
+//! A remote MCP server or an agent backend serves many users from one process and one store.
+//! A record is found by its namespace and key, and the key comes from the tool's arguments,
+//! which the model fills: two tenants that invoice a customer of the same id in the same
+//! period would share one record (tenant B replays tenant A's invoice, and B's is never
+//! sent), and any tenant's status tool would read the other's. Putting the tenant into the
+//! key as an argument does not help: the model chooses the arguments.
+//!
+//! `scope = expr` takes the caller's identity from the authenticated request instead: a
+//! tenant or user id, evaluated on every call like `store`, from `self` (`scope =
+//! self.tenant`), a parameter of a plain function (its caller is code, not a model), or an
+//! rmcp extractor (`scope = principal.tenant` for `Authenticated(principal)` or rmcp's
+//! `Extension(principal)`; [`frameworks::rmcp`](frameworks/rmcp/index.html#tenants-authenticated)
+//! shows a server whose authentication layer provides it, and which of the two to take).
+//! The scope's type is one a key field may have (a string, an integer).
+//!
+//! ```
+//! use std::sync::LazyLock;
+//! use idem::{MemoryStore, idempotent};
+//!
+//! static STORE: LazyLock<MemoryStore> = LazyLock::new(MemoryStore::new);
+//!
+//! /// One tenant's billing, as the server's authentication established it.
+//! struct Billing {
+//!     tenant: String,
+//! }
+//!
+//! impl Billing {
+//!     #[idempotent(key = "invoice:<customer>:<period>", scope = self.tenant, store = *STORE)]
+//!     fn send_invoice(&self, customer: String, period: String) -> Result<String, idem::Error> {
+//!         Ok(format!("invoice for {customer}, {period}, billed by {}", self.tenant))
+//!     }
+//! }
+//!
+//! let (acme, globex) = (Billing { tenant: "acme".into() }, Billing { tenant: "globex".into() });
+//! let a = acme.send_invoice("cus_7".into(), "2026-10".into()).unwrap();
+//! let b = globex.send_invoice("cus_7".into(), "2026-10".into()).unwrap();
+//! assert_ne!(a, b); // the same business key: one invoice per tenant
+//! // Each tenant's status function reads its own records only.
+//! let status = acme.send_invoice_status("cus_7".into(), "2026-10".into()).unwrap();
+//! assert!(matches!(status, idem::Status::Completed(_)));
+//! ```
+//!
+//! - Every key of the tool starts with 32 hex digits of the scope's SHA-256 and a `/`
+//!   ([`scope_prefix`]`("acme")`): the scope's text never appears in the store, and no
+//!   value (with `:`, `/`, another scope's hash, anything) can reach another scope's
+//!   records. Scopes compare exactly: `Acme` and `acme` are two. An empty scope is
+//!   `INVALID_KEY`, and the body does not run.
+//! - The same business key gives one effect per scope; replays, `IN_PROGRESS` and `CONFLICT`
+//!   only ever concern the caller's own scope. The status function (`<fn>_status`) and the
+//!   rmcp status tool take the scope the same way (the status tool takes the tool's
+//!   extractor too) and read only that scope's records; `<fn>_record_id` takes it as well.
+//! - A scope cannot come from the model: on an rmcp tool, a `scope` that reads the
+//!   `Parameters<T>` argument does not compile, nor one that reads a rig tool's arguments.
+//! - An rmcp tool that takes an `Extension<T>` (or the whole `Extensions`) but has neither
+//!   `scope` nor `unscoped` compiles with a warning at the extractor that says how to scope
+//!   it; `unscoped` says that its records are shared across callers on purpose.
+//! - Operators list one scope's records with `idem list --scope acme` (in code,
+//!   [`store::Admin::list`] with `key_prefix: Some(&idem::scope_prefix("acme"))`).
+//!
+//! ## Provider keys
+//!
+//! The body reads the derived key with [`current_key()`](current_key) (`None` outside a
+//! tool's body) and sends it to a provider that accepts idempotency keys, as Stripe does; a
+//! multi-step tool sends one key per step, [`Key::step`]: `key.step("email")` gives
+//! `invoice-email:acme:2026-10` (a template that starts with a placeholder gets `email:` in
+//! front). Then even a lost idem record cannot make the provider act twice.
+//!
+//! ```
+//! use std::sync::LazyLock;
+//! use idem::{MemoryStore, idempotent};
+//!
+//! static STORE: LazyLock<MemoryStore> = LazyLock::new(MemoryStore::new);
+//!
+//! #[idempotent(key = "invoice:<customer>:<period>", store = *STORE)]
+//! fn send_invoice(customer: String, period: String) -> Result<Vec<String>, idem::Error> {
+//!     let key = idem::current_key().expect("the body runs under a key");
+//!     // One provider call per step, each with its own key.
+//!     Ok(vec![key.to_string(), key.step("email")])
+//! }
+//!
+//! let keys = send_invoice("Acme".into(), "2026-10".into()).unwrap();
+//! assert_eq!(keys, ["invoice:acme:2026-10", "invoice-email:acme:2026-10"]);
+//! ```
+//!
+//! The repository's `examples/provider_keys.rs` starts a local stand-in provider (an axum
+//! service behind idem's own [HTTP layer](http/index.html)) that honours `Idempotency-Key`
+//! the way Stripe does, fails the e-mail step once, loses idem's store, and still ends with
+//! one invoice and one e-mail:
+//!
+//! ```sh
+//! cargo run -p idem-examples --features http --example provider_keys
+//! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-/// Makes a tool function idempotent; see the [crate documentation](crate).
+/// Makes a tool function idempotent: its arguments are in the crate docs'
+/// [Attribute arguments](crate#attribute-arguments), what each call answers in
+/// [Outcomes](crate#outcomes).
 pub use idem_macros::idempotent;
 /// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only
-/// tools; goes above `#[tool_router]`. See [agent frameworks](crate#agent-frameworks).
+/// tools; goes above `#[tool_router]` (feature `rmcp`). See
+/// [Status tools](frameworks/rmcp/index.html#status-tools).
 pub use idem_macros::status_tools;
 /// Serves MCP Tasks (SEP-2663) for an rmcp server's `#[idempotent]` tools, keyed by the
-/// business action and read from the store; goes below `#[tool_handler]`. See
-/// [MCP Tasks](crate#mcp-tasks).
+/// business action and read from the store; goes below `#[tool_handler]` (feature
+/// `rmcp`). See [MCP Tasks](frameworks/rmcp/index.html#mcp-tasks).
 pub use idem_macros::tasks;
 pub use idem_runtime::*;

@@ -1,5 +1,5 @@
-//! The examples run as the README says and end with the article's counts (run here with
-//! short delays), and the README's code that it quotes from them is their text.
+//! The examples run as the docs say and end with the article's counts (run here with short
+//! delays), and the code the docs quote from them is their text.
 //!
 //! The examples are the idem-examples package (examples/Cargo.toml): `cargo test
 //! --workspace --all-features` builds them beside this test; this test alone does not, and
@@ -131,34 +131,53 @@ fn the_mcp_server_names_itself_to_clients() {
     assert!(status.success(), "the server ends cleanly with its input: {status}");
 }
 
-/// The README's code that says it is quoted from a file (`<!-- quoted from PATH -->` on the
+/// The files whose code blocks may quote other files: the README, and the crate and module
+/// docs that docs.rs shows (read from their `//!` lines, without the `//! ` in front).
+const QUOTING: [&str; 6] = [
+    "README.md",
+    "src/lib.rs",
+    "idem-runtime/src/frameworks/rmcp/mod.rs",
+    "idem-runtime/src/frameworks/rig.rs",
+    "idem-runtime/src/store/mod.rs",
+    "idem-runtime/src/telemetry.rs",
+];
+
+/// The docs' code that says it is quoted from a file (`<!-- quoted from PATH -->` on the
 /// line above the block) is that file's text: every piece between `// ...` lines is in the
-/// file, in order. So the README cannot drift from code that `cargo test` compiles.
+/// file, in order. So the docs cannot drift from code that `cargo test` compiles.
 #[test]
-fn the_readme_quotes_compiled_files_verbatim() {
+fn the_docs_quote_compiled_files_verbatim() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let mut quoted = Vec::new();
-    let mut lines = readme.lines();
-    while let Some(line) = lines.next() {
-        let Some(path) = line.strip_prefix("<!-- quoted from ").and_then(|rest| rest.strip_suffix(" -->")) else {
-            continue;
-        };
-        assert!(lines.next().is_some_and(|fence| fence.starts_with("```")), "a code block follows the mark for {path}");
-        let block: Vec<&str> = lines.by_ref().take_while(|line| !line.starts_with("```")).collect();
-        let file = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("the README quotes {path}: {e}"));
-        let mut from = 0;
-        for piece in block.split(|line| line.trim() == "// ...") {
-            let piece = piece.join("\n");
-            let piece = piece.trim_matches('\n');
-            match file[from..].find(piece) {
-                Some(at) => from += at + piece.len(),
-                None => {
-                    panic!("the README's quote of {path} is not its text:\n{}", first_difference(piece, &file[from..]))
+    for quoting in QUOTING {
+        let text = std::fs::read_to_string(root.join(quoting)).unwrap();
+        let docs = if quoting.ends_with(".rs") { doc_lines(&text) } else { text };
+        let mut lines = docs.lines();
+        while let Some(line) = lines.next() {
+            let Some(path) = line.strip_prefix("<!-- quoted from ").and_then(|rest| rest.strip_suffix(" -->")) else {
+                continue;
+            };
+            assert!(
+                lines.next().is_some_and(|fence| fence.starts_with("```")),
+                "{quoting}: a code block follows the mark for {path}"
+            );
+            let block: Vec<&str> = lines.by_ref().take_while(|line| !line.starts_with("```")).collect();
+            let file =
+                std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{quoting} quotes {path}: {e}"));
+            let mut from = 0;
+            for piece in block.split(|line| line.trim() == "// ...") {
+                let piece = piece.join("\n");
+                let piece = piece.trim_matches('\n');
+                match file[from..].find(piece) {
+                    Some(at) => from += at + piece.len(),
+                    None => panic!(
+                        "{quoting}'s quote of {path} is not its text:\n{}",
+                        first_difference(piece, &file[from..])
+                    ),
                 }
             }
+            quoted.push(path.to_owned());
         }
-        quoted.push(path);
     }
     let quotes = [
         "examples/mcp_server.rs",
@@ -167,8 +186,15 @@ fn the_readme_quotes_compiled_files_verbatim() {
         "tests/support/stable_identifiers.rs",
     ];
     for path in quotes {
-        assert!(quoted.contains(&path), "the README quotes {path} (marked `<!-- quoted from {path} -->`)");
+        assert!(quoted.iter().any(|q| q == path), "the docs quote {path} (marked `<!-- quoted from {path} -->`)");
     }
+}
+
+/// A Rust file's inner doc comments as the Markdown rustdoc reads: the `//!` lines, each
+/// without `//!` and the one space after it.
+fn doc_lines(source: &str) -> String {
+    let docs = source.lines().filter_map(|line| line.trim_start().strip_prefix("//!"));
+    docs.map(|line| line.strip_prefix(' ').unwrap_or(line)).collect::<Vec<_>>().join("\n")
 }
 
 /// The quoted piece up to its first line that the file does not continue with.

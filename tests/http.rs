@@ -1,5 +1,5 @@
 //! The HTTP layer (`idem::http`), through a real HTTP client against an axum server on
-//! 127.0.0.1: every rule of the Idempotency-Key draft the README's table lists, with the
+//! 127.0.0.1: every rule of the Idempotency-Key draft the `idem::http` docs' table lists, with the
 //! service's effects counted, on the memory, SQLite and PostgreSQL stores; an operator's
 //! settling of a key; the layer's spans and counters.
 

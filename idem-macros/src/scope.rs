@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn an_rmcp_scope_follows_its_root_not_the_names_after_it() {
-        // The README's form: the pattern also binds a `tenant`, which the scope never reads.
+        // The documented form (`scope = principal.tenant`): the pattern also binds a `tenant`, which the scope never reads.
         let item: syn::ItemFn = syn::parse_quote! {
             #[tool]
             async fn send(&self, Extension(principal): Extension<Principal>, Parameters(Req { tenant, customer, .. }): Parameters<Req>)

@@ -67,8 +67,13 @@ fn fixed_path(configured: &Option<PathBuf>) -> Result<&'static Path, StoreError>
 /// `0600`, whatever the umask; SQLite gives the file's `-wal` and `-shm` the
 /// file's mode. An existing directory or file that other accounts can access (group or
 /// other permission bits set) is left as it is, and named, with its mode, in one `warn`
-/// event (target `idem`) the first time the store opens. Stores opened with
-/// [`SqliteStore::open`] follow the umask instead: their place is the deployer's choice.
+/// event (target `idem`) the first time the store opens: `chmod 700` the directory and
+/// `600` the files to close it. Its records are the tools' requests and results, which
+/// other local accounts must not read. Stores opened with [`SqliteStore::open`] follow
+/// the umask instead, as `sqlite3` does: their place is the deployer's choice, and a
+/// service's operators may need group access.
+///
+/// The first open logs the path (an `info` event, target `idem`).
 pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
     if let Some(store) = STORE.get() {
         return Ok(store);
@@ -94,6 +99,11 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
 /// directory: `$XDG_DATA_HOME` or `~/.local/share` on Linux and other Unix systems,
 /// `~/Library/Application Support` on macOS, `%LOCALAPPDATA%` on Windows. The operator
 /// command `idem` uses the same default.
+///
+/// A `postgres://` (or `postgresql://`) URL in `IDEM_DB`, which the `idem` command reads,
+/// is refused with an error saying so (a tool on the default store answers
+/// `STORE_UNAVAILABLE`), never taken for a file name: give such tools `store = ...` with
+/// an `idem::PgStore`.
 ///
 /// Every process of a user shares that file: a tool's records are kept apart by its
 /// namespace, and a retry from a restarted server, started from any directory, finds the

@@ -27,8 +27,9 @@ use crate::error::{Error, ErrorCode};
 /// parse what a model may write ("October 2026", "oct 2026", "2026-10") into one value
 /// and refuse what names nothing ("Octember 2026", a customer your data does not have)
 /// where the arguments are parsed, before anything is reserved, and `write_key_text`
-/// writes the one canonical form (`2026-10`). The README's *Stable identifiers* shows a
-/// `Period` and a `Customer` that do, for plain functions and rmcp's `Parameters`.
+/// writes the one canonical form (`2026-10`). The crate docs' [Stable
+/// identifiers](https://docs.rs/idem-tools/latest/idem/index.html#stable-identifiers) show
+/// a `Period` that does, for plain functions and rmcp's `Parameters`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an idempotency key field",
     label = "this key field has type `{Self}`, which is not a stable business identifier",

@@ -1,4 +1,4 @@
-//! The README's scope for rmcp, `scope = principal.tenant` from `Extension(principal)`, on a
+//! The documented scope for rmcp, `scope = principal.tenant` from `Extension(principal)`, on a
 //! tool whose `Parameters` pattern also binds a field named `tenant` (what the model says
 //! the invoice is for). The scope reads `principal` only: the model's `tenant` never
 //! chooses whose records these are.

@@ -1,8 +1,8 @@
 //! Key fields that name one thing one way, whatever the model wrote: a billing period and a
 //! customer, parsed into one canonical form, and refused when they name nothing. Used by
 //! `tests/edges/stable_identifiers.rs` (plain functions) and
-//! `tests/frameworks_rmcp/stable_identifiers.rs` (rmcp's `Parameters`); the README's
-//! "Stable identifiers" quotes `Period` from here.
+//! `tests/frameworks_rmcp/stable_identifiers.rs` (rmcp's `Parameters`); the crate docs'
+//! "Stable identifiers" (src/lib.rs) quotes `Period` from here.
 
 use std::fmt;
 use std::str::FromStr;

@@ -7,13 +7,13 @@
 //! the stored JSON read back by [`replay_value`], which sets [`REPLAYED_FIELD`]
 //! (`"replayed": true`) where the type can show it.
 //!
-//! - `rmcp` (feature `rmcp`): a tool returning `Result<CallToolResult, ErrorData>` gets
-//!   idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the
+//! - [`rmcp`](rmcp/index.html) (feature `rmcp`): a tool returning
+//!   `Result<CallToolResult, ErrorData>` gets idem's answers as `Ok(CallToolResult::structured_error(..))`, a tool result the
 //!   model sees with `isError: true`, never as `Err(ErrorData)`, a protocol error the
 //!   model never sees. Replays are marked `"replayed": true`. `idem::Error` also converts
 //!   into rmcp content, so `Result<String, idem::Error>` tools work as they are.
-//! - `rig` (feature `rig`): `idem::Error` converts into rig's `ToolExecutionError` with the
-//!   code, the retryable flag and the structured error as the model-visible output.
+//! - [`rig`](rig/index.html) (feature `rig`): `idem::Error` converts into rig's
+//!   `ToolExecutionError` with the code, the retryable flag and the structured error as the model-visible output.
 //!
 //! The `#[idempotent]` attribute recognizes `#[tool]` and `#[rig_tool]` by name; it adds
 //! `idempotent_hint = true` to an rmcp tool's annotations and makes the status function a

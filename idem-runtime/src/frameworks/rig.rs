@@ -1,12 +1,48 @@
-//! rig: idem's answers as rig `ToolExecutionError`s the model can act on.
+//! rig: `#[idempotent]` on a `#[rig_tool]`, and idem's answers as rig `ToolExecutionError`s
+//! the model can act on (feature `rig`; rig-core 0.44, since 0.46 needs rustc 1.97).
 //!
-//! rig shows the model a tool error's model output. Its default `map_error` replaces any
-//! error that is not a `ToolExecutionError` with a generic "the tool failed", so idem's
-//! answers convert into `ToolExecutionError` directly: a tool returning
-//! `Result<T, ToolExecutionError>` gets them with the stable code, the retryable flag and
-//! the structured error `{"error": {"code", "message", "retryable", "suggestion"}}` as the
-//! model-visible output. The `idem::Error` stays attached as the source, for code that
-//! downcasts.
+//! Add `#[idempotent(...)]` to a `#[rig_tool]` function that returns
+//! `Result<T, ToolExecutionError>`, as the repository's `examples/rig_tool.rs` does (`cargo
+//! run -p idem-examples --features rig --example rig_tool`):
+//!
+//! <!-- quoted from examples/rig_tool.rs -->
+//! ```rust,ignore
+//! /// Create and send the invoice for one customer and billing period. Safe to retry: a second
+//! /// call for the same customer and period never sends a second invoice.
+//! #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *STORE)]
+//! #[rig_tool(params(customer = "The customer to bill", period = "The billing period, e.g. 2026-10"))]
+//! async fn send_invoice(
+//!     customer: String,
+//!     period: String,
+//!     amount: f64,
+//!     memo: String,
+//! ) -> Result<Invoice, ToolExecutionError> {
+//!     let n = SENT.fetch_add(1, Ordering::SeqCst) + 1;
+//!     let key = idem::current_key().expect("the body runs under a key");
+//!     println!("  [billing] sending invoice {n} to {customer} for {period}: {amount:.2} ({memo}), provider key {key}");
+//!     Ok(Invoice { id: format!("inv_{n}"), customer, amount, replayed: false })
+//! }
+//! ```
+//!
+//! rig then has two tools: `SendInvoice`, and `SendInvoiceStatus` taking the key's fields
+//! (`customer` and `period`) only.
+//!
+//! - **Attribute order.** Put `#[idempotent]` above `#[rig_tool]`: the status function is
+//!   then a rig tool too (`SendInvoiceStatus`, with the parameter descriptions the key's
+//!   fields had). Below `#[rig_tool]` the tool works the same, but `#[idempotent]` cannot see
+//!   that it is a rig tool, so `send_invoice_status` is a plain function. Above it, a
+//!   `#[rig_tool]` without `description = ...` also gets its doc comment as paragraphs, as an
+//!   rmcp tool does (rig would keep the source's line breaks).
+//! - **What the model sees.** rig shows the model a tool error's model output, and its
+//!   default `map_error` replaces any error that is not a `ToolExecutionError` with a
+//!   generic "the tool failed". So idem's answers convert into `ToolExecutionError`
+//!   directly ([`tool_error`], also as `From<idem::Error>`): `code` set (`"CONFLICT"`),
+//!   `retryable` set, the structured error `{"error": {"code", "message", "retryable",
+//!   "suggestion"}}` as the model-visible output, and the `idem::Error` as its source, for
+//!   code that downcasts. With an error type of your own, implement `From<idem::Error>` and
+//!   map it in `map_error` with [`tool_error`].
+//! - **A scope** cannot read a rig tool's arguments (the model fills them): such a `scope`
+//!   does not compile.
 
 use rig_core::tool::{ToolErrorKind, ToolExecutionError, ToolOutput as RigToolOutput};
 

@@ -12,8 +12,10 @@ use super::Fingerprint;
 use super::service::Idempotency;
 use super::settings::{ScopeFn, Settings, Shared};
 
-/// Headers never stored, whatever [`IdempotencyLayer::replay_headers`] lists: credentials
-/// belong to the first caller, and framing is the server's, for each response.
+/// Headers never stored, whatever [`IdempotencyLayer::replay_headers`] lists (listing one
+/// panics when the layer is built): credentials belong to the first caller (`Set-Cookie`,
+/// `Authorization`, `Proxy-Authorization`), and framing is the server's, for each
+/// response (`Content-Length`, `Transfer-Encoding`, `Connection`, `Trailer`, `Upgrade`).
 pub const NEVER_REPLAYED: [HeaderName; 8] = [
     header::SET_COOKIE,
     header::AUTHORIZATION,

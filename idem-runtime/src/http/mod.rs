@@ -1,24 +1,44 @@
 //! The provider side: a `tower` layer that honours the `Idempotency-Key` request header on
 //! idem's stores, for the HTTP services agents call (axum routes, or any `tower` service).
 //!
-//! It follows the IETF HTTPAPI draft "The Idempotency-Key HTTP Header Field"
-//! (draft-ietf-httpapi-idempotency-key-header-07), whose behaviour comes from Stripe's:
-//! the first request with a key runs and its final response is stored; a repeat gets that
-//! response again, marked `Idempotent-Replayed: true`, and the service does not run twice.
+//! The rule is to check the key where the side effect happens. When that is a service of
+//! your own (a billing API, a payments service the agent's tools call), put
+//! [`IdempotencyLayer`] (feature `http`) in front of its routes: the same stores, leases
+//! and telemetry as tools. It follows the IETF HTTPAPI draft "The Idempotency-Key HTTP
+//! Header Field" (draft-ietf-httpapi-idempotency-key-header-07), whose behaviour comes from
+//! Stripe's: the first request with a key runs and its final response is stored; a repeat
+//! gets that response again, marked `Idempotent-Replayed: true`, and the service does not
+//! run twice.
 //!
 //! ```no_run
-//! use axum::{Router, routing::post};
-//! use idem_runtime::http::IdempotencyLayer; // `idem::http` through idem-tools
+//! use axum::{Router, middleware, routing::post};
+//! use idem_runtime::http::{Fingerprint, IdempotencyLayer}; // `idem::http` through idem-tools
 //!
 //! # async fn create_invoice() -> &'static str { "" }
+//! # async fn authenticate(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response { next.run(request).await }
+//! # fn caller_of(_: &axum::http::request::Parts) -> String { String::new() }
 //! # async fn run() -> std::io::Result<()> {
 //! let store = idem_runtime::SqliteStore::open("billing-keys.db").expect("the key store opens");
+//! let keys = IdempotencyLayer::new(store)
+//!     .fingerprint(Fingerprint::json_fields(["customer", "amount"])) // default: the whole body
+//!     .scope(|request| caller_of(request)); // default: one scope for all
 //! let app: Router = Router::new()
 //!     .route("/v1/invoices", post(create_invoice))
-//!     .layer(IdempotencyLayer::new(store));
+//!     .layer(keys)
+//!     .layer(middleware::from_fn(authenticate)); // outer layers run first: auth, then the key
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await
 //! # }
+//! ```
+//!
+//! The repository's `examples/billing_service.rs` is a billing API that agents call: its
+//! client gives up after 100 ms, retries into a `409` with `Retry-After`, then gets the
+//! replay; the same key with another amount is a `422`, and another caller's identical key
+//! makes its own invoice.
+//!
+//! ```sh
+//! cargo run -p idem-examples --features http --example billing_service              # the agent's retries, played out
+//! cargo run -p idem-examples --features http --example billing_service -- --serve   # serve on 127.0.0.1:3000 for curl
 //! ```
 //!
 //! # What it answers
@@ -45,11 +65,13 @@
 //! | The key with another method, path, query or body (its [fingerprint](Fingerprint)) | `422` | problem `key-reused` |
 //! | The first request's outcome is unknown (its process died midway, its response could not be stored) | `409` | problem `outcome-unknown` |
 //! | The store fails | `503`, `Retry-After: 1` | problem `store-unavailable`; the service does not run |
+//! | Other methods (GET, PUT, DELETE, ...), with or without a key | the service's | the service's response, untouched |
 //!
 //! A key is the draft's Structured Field string, `Idempotency-Key: "8e03978e-40d5"`
 //! (printable ASCII, `\"` and `\\` escaped). A bare key, `Idempotency-Key: 8e03978e-40d5`,
 //! as Stripe's clients send it, reads as if it were quoted. Keys are exact: `Abc` and `abc`
-//! are two keys.
+//! are two keys. They are stored percent-encoded, as a tool's key fields are (not
+//! normalized): `inv:1` is stored, and listed by `idem list`, as `inv%3A1`.
 //!
 //! # How it works
 //!
@@ -78,11 +100,14 @@
 //! - The span `execute_tool <name>`, the counters ([`metrics`](crate::telemetry::metrics)), the
 //!   `metrics` facade and lifecycle events are a tool's.
 //!
-//! The stored result is pinned JSON, which `idem show` prints and `idem resolve http KEY
-//! --done '<json>'` takes (`http` is the layer's [`namespace`](IdempotencyLayer::namespace)
-//! unless you name another): `{"status": 201, "headers": [["content-type",
-//! "application/json"]], "body": "..."}` (`"body_base64"` instead of `"body"` for a body
-//! that is not UTF-8).
+//! Any store serves: [`MemoryStore`](crate::MemoryStore),
+//! [`SqliteStore`](crate::SqliteStore), or `PgStore` for many workers, which share keys
+//! through it. The stored result is pinned JSON, which `idem show` prints and `idem
+//! resolve http KEY --done '<json>'` takes, refusing anything else there (`http` is the
+//! layer's [`namespace`](IdempotencyLayer::namespace) unless you name another):
+//! `{"status": 201, "headers": [["content-type", "application/json"]], "body": "..."}`
+//! (`"body_base64"` instead of `"body"` for a body that is not UTF-8). `idem resolve http
+//! KEY --release` lets the request run again.
 //!
 //! The layer needs the request and response body types to be `From<Bytes>`, as axum's
 //! `Body` and `http_body_util::Full<Bytes>` are: it reads the body to fingerprint it and

@@ -18,7 +18,9 @@ use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
 /// The default methods the layer applies to: the draft's non-idempotent ones.
 pub const DEFAULT_METHODS: [Method; 2] = [Method::POST, Method::PATCH];
 
-/// The headers a replay carries by default, besides `Idempotent-Replayed: true`.
+/// The headers a replay carries by default, besides `Idempotent-Replayed: true`:
+/// `Content-Type`, `Content-Encoding`, `Content-Language`, `Content-Location`, `Location`,
+/// `ETag`, `Last-Modified` and `Link`.
 pub const DEFAULT_REPLAY_HEADERS: [HeaderName; 8] = [
     header::CONTENT_TYPE,
     header::CONTENT_ENCODING,

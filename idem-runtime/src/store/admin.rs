@@ -119,6 +119,12 @@ impl StateCount {
 /// calling thread for each). Every change is fenced by the
 /// record's state, never by a token: an operator settles whatever holds the key, and the
 /// holder, if it still runs, is fenced.
+///
+/// The `idem` command (crate `idem-cli`) runs these for operators; its README says what
+/// each command does and refuses. In code, one scope's records are
+/// `ListQuery { key_prefix: Some(&idem::scope_prefix("acme")), ..ListQuery::default() }`,
+/// and a store of your own checks its implementation with
+/// `idem::testing::conformance::check_admin` (feature `testing`).
 pub trait Admin: Store {
     /// What the store is, for messages: `SQLite /var/lib/app/idem.db`,
     /// `PostgreSQL app@db:5432/app (schema idem)`, `memory`.

@@ -1,20 +1,136 @@
 //! Stores: where reservations and results live.
 //!
-//! A tool author picks a store ([`MemoryStore`], [`SqliteStore`], `PgStore`) and hands it
-//! to `#[idempotent(store = ...)]`; nothing else here is needed to write tools. The rest of
-//! this module is for store authors, operators' code and tests: the store protocol
-//! ([`Store`], [`AsyncStore`] and the types their operations take and return), the
-//! operator's [`Admin`] operations, and the constants a tool's attribute defaults to.
+//! A tool author picks a store and hands it to `#[idempotent(store = ...)]`, or leaves
+//! `store` out for [the default store](#the-default-store); nothing else here is needed to
+//! write tools. The rest of this module is for store authors, operators' code and tests:
+//! the store protocol ([`Store`], [`AsyncStore`] and the types their operations take and
+//! return), the operator's [`Admin`] operations, and the constants a tool's attribute
+//! defaults to ([`DEFAULT_LEASE`], [`DEFAULT_MAX_HOLD`], [`DEFAULT_RETAIN`]).
 //!
-//! A store keeps one record per `(namespace, key)`. Atomicity comes from the store's own
-//! unique constraint or transaction, never from a check-then-insert in Rust: two callers
-//! that reserve the same key at the same moment get exactly one
-//! [`Reservation::Acquired`].
+//! # Choosing a store
 //!
-//! Sync tools use [`Store`]; async tools use [`AsyncStore`]. The bundled stores implement
-//! both; a store of your own that implements [`Store`] serves async tools too when wrapped
-//! in [`FromSync`]. Every store passes the same conformance checks
-//! (`idem::testing::conformance`, feature `testing`).
+//! | store | use it for |
+//! | --- | --- |
+//! | [`SqliteStore`] (the default) | One machine: one or many threads and processes sharing a file. WAL, a busy timeout, full durability (`synchronous = FULL`) by default; `SqliteStore::builder(path).synchronous(Synchronous::Normal)` trades power-loss durability for speed ([`Synchronous`]). |
+//! | [`MemoryStore`] | Tests and single-process tools whose keys need not survive a restart. |
+//! | `PgStore` (feature `postgres`) | Many workers on many machines sharing one PostgreSQL database; leases judged by the server's clock. See [PostgreSQL](#postgresql). |
+//! | your own | Any type implementing [`Store`] (sync tools) and [`AsyncStore`] (async tools): see [A store of your own](#a-store-of-your-own-for-store-authors). |
+//!
+//! `store = expr` is evaluated on every call and may be any of these, also behind `&`,
+//! `Box` or `Arc`, or a `static` (`store = *STORE` for a `LazyLock`). A store keeps one
+//! record per `(namespace, key)`. Atomicity comes from the store's own unique constraint
+//! or transaction, never from a check-then-insert in Rust: two callers that reserve the
+//! same key at the same moment get exactly one [`Reservation::Acquired`].
+//!
+//! The memory and SQLite stores answer on the calling thread, async tools included: an
+//! SQLite call is one short transaction on a local file (tens of microseconds to read, one
+//! disk sync to write with full durability), which async executors tolerate the way they
+//! tolerate a short log write. What each store adds to a call, against hand-written code
+//! doing the same job in the same run, is measured in the repository's BENCHMARKS.md
+//! (`cargo bench`).
+//!
+//! # SQLite
+//!
+//! **Durability.** With full durability (the default) a reservation is on disk before the
+//! body runs and a completion before the tool returns: a retry after a crash, even a power
+//! loss, finds the record. [`Synchronous::Normal`] keeps the records through a crash of the
+//! application but may lose the last few commits on power loss or an operating-system
+//! crash, so a retry after one may run the action again.
+//!
+//! **Many threads, one file.** SQLite writes one transaction at a time, and with full
+//! durability each commit waits for its disk sync. So the threads of one process that
+//! write to one `SqliteStore` at the same moment (reservations, completions, renewals,
+//! releases) share one commit: the first of them runs all the waiting writes in one
+//! transaction, and each call returns only once that commit (its own write included) is
+//! on disk. A lone writer commits alone. Writers wait for each other in the store, woken
+//! in turn, rather than polling SQLite's lock; with 8 threads on a 2-core machine this
+//! makes about half a disk sync per first call instead of two (BENCHMARKS.md). At
+//! `Synchronous::Normal` a commit syncs nothing, so writes are not grouped.
+//!
+//! **Many processes, one file.** Other processes on the same file meet SQLite's lock and
+//! the [busy timeout](SqliteStoreBuilder::busy_timeout) (5 s). Opening a store is as safe
+//! to do concurrently as using it: processes that open one new SQLite file at the same
+//! moment all get the store (the switch to WAL and the schema are retried within the busy
+//! timeout; only a file still locked after it is an error). The file must be on a local
+//! disk. While processes have it open, nobody may delete, move or replace it, nor restore
+//! a backup into it: [`SqliteStore`'s docs](SqliteStore#the-file-while-the-store-is-open)
+//! say what a store does then (`STORE_UNAVAILABLE` from then on, never a new file), and how
+//! to reset or restore a store.
+//!
+//! **When the file fails**, each call answers within these bounds
+//! ([`SqliteStoreBuilder`] options):
+//!
+//! | failure | answer | within |
+//! | --- | --- | --- |
+//! | another connection holds the write lock (many processes writing, a long `transaction` body) | `STORE_UNAVAILABLE`; the body does not run | `busy_timeout` (5 s) |
+//! | disk full, I/O error, read-only file system, before the body | `STORE_UNAVAILABLE`; the body does not run | at once |
+//! | the same, when the completion is written | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`), and an error event says so | at once |
+//! | the file deleted or replaced under an open store | `STORE_UNAVAILABLE` on every call until the process restarts (`store failed: SQLite /var/lib/billing/idem.db: reserve: the file was replaced after this store opened it (...)`) | the next reservation; other operations within 10 ms |
+//! | the path cannot be opened (a directory that cannot be created, permissions, not a database) | [`SqliteStore::open`] fails naming the path and the reason; a tool on the default store answers `STORE_UNAVAILABLE` with the same text | at once |
+//!
+//! Every SQLite failure names the file, the operation and SQLite's or the operating
+//! system's reason (`... open: creating its directory /srv/idem: Permission denied (os
+//! error 13)`).
+//!
+//! **A database your application already uses** may hold the store too, beside its own
+//! tables: [`SqliteStoreBuilder::open`] says what it adds (the table `idem_records`, WAL,
+//! `PRAGMA user_version`) and when it refuses such a file (one whose `user_version` your
+//! application already sets): give idem its own file then, or `ATTACH` one.
+//!
+//! # Transactions: exactly once for effects in the store's database
+//!
+//! When the tool's effect is a write to the same database as the store, the key and the
+//! effect can commit together: no lease, no "outcome unknown".
+//!
+//! - [`SqliteStore::transaction`]`(id, &compare, retain, |tx| { ... })` runs the body in one
+//!   SQLite transaction with the key (the body gets a `rusqlite::Transaction`), for tables
+//!   in the store's own file.
+//! - `PgStore::begin` (feature `postgres`) opens a PostgreSQL transaction whose first
+//!   statement reserves the key; see [PostgreSQL](#postgresql).
+//!
+//! In both, an error, a panic or a cancelled future rolls everything back, the key
+//! included. A duplicate that arrives while the first is open waits for it (SQLite: the
+//! first holds the file's write lock, and a wait past the busy timeout is
+//! `STORE_UNAVAILABLE`) or is told `IN_PROGRESS` (PostgreSQL, within 100 ms); once the
+//! first has committed it replays, and once it rolled back it runs.
+//!
+//! # PostgreSQL
+//!
+//! `PgStore`, in the module [`postgres`](postgres/index.html) (feature `postgres`): its
+//! pool, deadlines, what each failure of the server answers, many workers, its schema and
+//! transactional mode.
+//!
+//! # The default store
+//!
+//! A tool without `store = ...` uses [`default_store`](crate::default_store): an SQLite
+//! file, created with its schema on first use.
+//!
+//! | question | answer |
+//! | --- | --- |
+//! | where | [`set_default_store_path`](crate::set_default_store_path), else the `IDEM_DB` environment variable, else `idem/idem.db` in the user's data directory; [`default_store_path`](crate::default_store_path) says where, and gives the rule in full |
+//! | when the path is fixed | by the first of `default_store_path()` and the first call that opens the store; made absolute then and kept, whatever the working directory or `IDEM_DB` do afterwards |
+//! | who shares it | every process of the user: each tool's records are kept apart by its namespace |
+//! | who may read it | on Unix, only its user: see [`default_store`](crate::default_store) for the modes it sets and what it warns about |
+//! | `IDEM_DB` names a PostgreSQL URL | refused (`STORE_UNAVAILABLE`, saying so), never taken for a file name: give the tools `store = ...` with a `PgStore` |
+//! | it cannot be opened | the error names the path; the tool answers `STORE_UNAVAILABLE`, and the next call tries again |
+//!
+//! The first use logs the path (an `info` event, target `idem`); the `idem` command uses
+//! the same default. A server in production should name its store
+//! (`IDEM_DB=/var/lib/billing/idem.db`, or `store = ...`): its records then live where its
+//! operators back up and look.
+//!
+//! # A store of your own (for store authors)
+//!
+//! Any type implementing [`Store`] (sync tools) and [`AsyncStore`] (async tools) can be a
+//! store. A store whose operations are quick and local implements `Store` only and is
+//! wrapped in [`FromSync`], which serves sync and async tools alike (`static STORE:
+//! LazyLock<FromSync<MyStore>> = LazyLock::new(|| FromSync(MyStore::new()));`); implement
+//! `AsyncStore` yourself for one that waits on a network. A tool's generated
+//! `<fn>_record_id(...)` names its record ([`OwnedRecordId`]) for code that reads or
+//! settles it through a store. `idem::testing::conformance::check_store` (feature
+//! `testing`) runs the shared store checks against it, and `check_async_store` the same
+//! checks through its async impl; the memory, SQLite and PostgreSQL stores all run that
+//! one suite. Implement [`Admin`] too for the `idem` command's operations.
 //!
 //! # Calling store operations (for store authors)
 //!

@@ -1,4 +1,5 @@
-//! Helpers for testing tools and stores built on idem (feature `testing`).
+//! Helpers for testing tools and stores built on idem (feature `testing`): the retry
+//! matrix and the store conformance suite.
 //!
 //! Enable it where your tests build, as a dev-dependency:
 //!
@@ -10,6 +11,26 @@
 //! Not covered by semver: the conformance suite gains checks as the stores promise more,
 //! so a store that passed may fail a newer suite. Production builds without the feature do
 //! not compile this module, and no bundled store implements its traits there.
+//!
+//! | to test | use | what it checks |
+//! | --- | --- | --- |
+//! | a tool of yours against the ways agents retry | [`matrix::RetryMatrix`], then [`MatrixReport::check`](matrix::MatrixReport::check) | the article's five retry scenarios (the first call times out while its work goes on, a retry at once, a retry later with reworded free text, another amount, two calls at once): each answer, and exactly one effect per action |
+//! | a store of your own, sync | [`conformance::check_store`]`(make_store)` | every promise the tool runtime relies on: atomic reservation, fencing, byte-exact replay, lease renewal, retention |
+//! | the same store through its async impl | [`conformance::check_async_store`]`(make_store)` | the same checks through [`AsyncStore`](crate::store::AsyncStore) |
+//! | its operator operations | [`conformance::check_admin`]`(make_store)` | [`Admin`](crate::store::Admin): list, count, resolve, reopen, purge |
+//! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
+//! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
+//!
+//! The memory, SQLite and PostgreSQL stores run that one suite in their own tests.
+//!
+//! The retry matrix, for a tool whose arguments are `Args` and whose effects your ledger
+//! counts (its module has a whole example):
+//!
+//! ```ignore
+//! let report = RetryMatrix { first, reworded, changed, other, patience: Duration::from_secs(2) }
+//!     .run(|args| send_invoice(args), |args| ledger.count(args));
+//! report.check().unwrap();
+//! ```
 
 pub mod conformance;
 pub mod matrix;

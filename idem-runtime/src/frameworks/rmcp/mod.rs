@@ -1,9 +1,435 @@
-//! rmcp, the official MCP SDK: idem's answers as tool results the model sees.
+//! rmcp, the official MCP SDK: `#[idempotent]` on the tools an rmcp server already has,
+//! their status as read-only tools, MCP Tasks for slow calls, and remote servers with many
+//! tenants and many workers (feature `rmcp`).
 //!
 //! An MCP client passes a tool result (`CallToolResult`) to the model, with `isError: true`
 //! for a failure; an `Err(ErrorData)` is a JSON-RPC protocol error that the client handles
 //! and the model never sees. So every idem answer that is not a result (IN_PROGRESS,
 //! CONFLICT, ...) becomes `Ok(CallToolResult::structured_error({"error": {...}}))`.
+//!
+//! # A server
+//!
+//! Add `#[idempotent(...)]` to the tool you already have, **on the line above `#[tool]`**,
+//! and `#[idem::status_tools]` **on the line above `#[tool_router]`**; `#[idem::tasks]` below
+//! `#[tool_handler]` serves [MCP Tasks](#mcp-tasks). The repository's `examples/mcp_server.rs`
+//! is a whole server, with these dependencies:
+//!
+//! ```toml
+//! [dependencies]
+//! idem-tools = { version = "0.1", features = ["rmcp"] }
+//! rmcp = { version = "3.11", features = ["transport-io"] }    # and its defaults: server, macros
+//! serde = { version = "1", features = ["derive"] }
+//! serde_json = "1"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! Its server part reads as below (quoted from the file, which `cargo test` builds; `// ...`
+//! marks a second, slow tool left out here). The file goes on with `main`, a `#[tokio::main]`
+//! that calls `serve()`, and a `--demo` that plays a model's retries through rmcp's client.
+//!
+//! <!-- quoted from examples/mcp_server.rs -->
+//! ```rust,ignore
+//! use std::path::{Path, PathBuf};
+//! use std::sync::{Arc, Mutex};
+//!
+//! use idem::{SqliteStore, idempotent};
+//! use rmcp::handler::server::wrapper::Parameters;
+//! use rmcp::model::CallToolResult;
+//! use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! /// The arguments of `send_invoice`: rmcp reads them from the call's JSON (`Deserialize`)
+//! /// and shows the model their JSON schema (`JsonSchema`, through rmcp's own schemars, so
+//! /// no `schemars` dependency of your own).
+//! #[derive(Deserialize, schemars::JsonSchema)]
+//! #[schemars(crate = "rmcp::schemars")]
+//! struct SendInvoice {
+//!     /// The customer to bill, e.g. "acme".
+//!     customer: String,
+//!     /// The billing period, e.g. "2026-10".
+//!     period: String,
+//!     /// The amount to bill, in euros.
+//!     amount: f64,
+//!     /// A note printed on the invoice.
+//!     memo: String,
+//! }
+//!
+//! // ...
+//!
+//! /// The billing service: a store for idempotency keys, the invoices it sent and the
+//! /// ledger exports it made.
+//! #[derive(Clone)]
+//! struct Billing {
+//!     store: Arc<SqliteStore>,
+//!     sent: Arc<Mutex<Vec<String>>>,
+//!     exports: Arc<Mutex<Vec<String>>>,
+//! }
+//!
+//! #[idem::status_tools]
+//! #[tool_router]
+//! impl Billing {
+//!     /// Create and send the invoice for one customer and billing period. Safe to retry: a
+//!     /// second call for the same customer and period never sends a second invoice; it gets
+//!     /// the first invoice back, marked "replayed": true.
+//!     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
+//!     #[tool(annotations(title = "Send invoice", destructive_hint = false))]
+//!     async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {
+//!         // The key to hand to a billing provider that accepts idempotency keys (as Stripe does).
+//!         let key = idem::current_key().expect("the body runs under a key");
+//!         let id = {
+//!             let mut sent = self.sent.lock().expect("the ledger is not poisoned");
+//!             sent.push(key.to_string());
+//!             format!("inv_{}", sent.len())
+//!         };
+//!         eprintln!("[billing] sent {id} to {} for {:.2} ({}), provider key {key}", req.customer, req.amount, req.memo);
+//!         Ok(CallToolResult::structured(json!({
+//!             "invoice": id,
+//!             "customer": req.customer,
+//!             "period": req.period,
+//!             "amount": req.amount,
+//!             "memo": req.memo,
+//!         })))
+//!     }
+//!
+//!     // ...
+//! }
+//!
+//! // `name` is what clients show for this server (`serverInfo`; its version is this crate's,
+//! // or `version = "..."`). Without it rmcp reports itself: "rmcp" and rmcp's version.
+//! #[tool_handler(
+//!     name = "idem-billing",
+//!     instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
+//! )]
+//! #[idem::tasks]
+//! impl ServerHandler for Billing {}
+//!
+//! impl Billing {
+//!     fn open(path: &Path) -> Result<Billing, String> {
+//!         let store = SqliteStore::open(path).map_err(|error| format!("cannot open the key store (IDEM_DB): {error}"))?;
+//!         Ok(Billing { store: Arc::new(store), sent: Arc::default(), exports: Arc::default() })
+//!     }
+//! }
+//!
+//! /// Serves MCP on stdin and stdout, with its keys in `IDEM_DB`, else the default store's file.
+//! async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//!     let path = match std::env::var_os("IDEM_DB") {
+//!         Some(path) => PathBuf::from(path),
+//!         None => idem::default_store_path()?,
+//!     };
+//!     let billing = Billing::open(&path)?;
+//!     eprintln!(
+//!         "[billing] MCP server on stdio, keys in {}; connect an MCP client (see the example's docs)",
+//!         path.display()
+//!     );
+//!     let server = billing.serve(rmcp::transport::stdio()).await?;
+//!     server.waiting().await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ```sh
+//! cargo run -p idem-examples --features rmcp --example mcp_server             # speaks MCP on stdin/stdout
+//! cargo run -p idem-examples --features rmcp --example mcp_server -- --demo   # a model's retries through rmcp's client
+//! ```
+//!
+//! It is an MCP server over stdio with `send_invoice` and `send_invoice_status`, for any MCP
+//! client; its docs show how to connect one.
+//!
+//! - **Attribute order.** rmcp's `#[tool_router]` expands first and registers the methods
+//!   that carry `#[tool]` at that moment. `#[idempotent]` above `#[tool]` sees the `async fn`
+//!   as written and re-emits `#[tool(...)]` with `idempotent_hint = true` added to its
+//!   annotations (a hint you set yourself stays). Below `#[tool]` it would see the boxed
+//!   future rmcp made of the function, with the annotations already fixed: that does not
+//!   compile, and the message says to move it. `#[idem::status_tools]` must be above
+//!   `#[tool_router]` for the same reason (below it, it does not compile either).
+//! - **What the model sees.** A tool returning `Result<CallToolResult, ErrorData>` gets every
+//!   idem answer (CONFLICT, IN_PROGRESS, ...) as `Ok(CallToolResult::structured_error(..))`:
+//!   a tool result with `isError: true` and `{"error": {"code", "message", "retryable",
+//!   "suggestion"}}` as structured content and as text. Never `Err(ErrorData)`, a protocol
+//!   error that the client handles and the model never sees. A replay is the first result
+//!   with `"replayed": true` in its structured content (or a note in its text). Other
+//!   return types work through their error type: `Result<String, idem::Error>` (rmcp shows
+//!   the error as a tool error), or `Result<T, E>` with `E: From<idem::Error>`. `Json<T>`
+//!   cannot be stored and replayed: return `CallToolResult::structured(...)` instead, or for
+//!   text `CallToolResult::success(vec![ContentBlock::text("...")])` (rmcp 3.11's
+//!   `rmcp::model::ContentBlock`).
+//! - **Failures of the body.** A result with `isError: true` and an `Err(ErrorData)` release
+//!   the key, like any `Err`. `on_error = keep` keeps `Err(ErrorData)` only.
+//! - **Descriptions.** rmcp builds a tool's description from its doc comment with the source's
+//!   line breaks. `#[idempotent]` gives a `#[tool]` without `description = ...` its doc
+//!   comment as paragraphs: a paragraph's lines joined with spaces, blank lines kept, line
+//!   breaks kept before list items and inside code fences (a `#[doc = include_str!(..)]` is
+//!   left to rmcp).
+//!
+//! # Status tools
+//!
+//! `#[idem::status_tools]`, above `#[tool_router]`, adds for each `#[idempotent]` `#[tool]`
+//! method the tool `send_invoice_status` (`readOnlyHint: true`, `destructiveHint: false`),
+//! served by the method `send_invoice_status_tool`. It takes **the key's fields only**,
+//! `{"customer": "acme", "period": "2026-10"}`: a model that lost track of a call may no
+//! longer have its memo.
+//!
+//! - **Its input.** The input schema is the request type's, cut down to those properties
+//!   (their types, doc-comment descriptions and `required` as the tool has them), and its
+//!   description names them. A field is the top-level argument a placeholder starts from:
+//!   `<req.customer>` with `Parameters(req)`, or `<p>` with
+//!   `Parameters(SendInvoice { period: p, .. })` (`period`); for `<req.customer.id>` the
+//!   model passes `customer` whole. Other arguments are ignored; a missing or ill-typed key
+//!   field is an `INVALID_KEY` tool result naming it.
+//! - **Its answer.** The key is derived exactly as the tool derives it (same
+//!   normalization), and the status tool answers `{"status": "completed", "result": ...}`,
+//!   `{"status": "in_progress", ...}`, `{"status": "not_found"}`, ... (the [`Status`]
+//!   of the tool's `<fn>_status`, as [`status_result`] shows it).
+//! - **Renamed fields.** A key field's JSON name must be its Rust name: a
+//!   `#[serde(rename)]` (or a `rename_all` that changes it) makes building the tool list
+//!   panic with a message naming the field, as rmcp does for an input schema it cannot use.
+//! - **Key fields from elsewhere.** When the key's fields do not all come from the
+//!   `Parameters<T>` argument (a key field from another argument, the whole request as the
+//!   key, a `store` read from the request), the status tool takes the arguments
+//!   `send_invoice_status` takes, as they are.
+//! - **A router built by hand.** Without a `#[tool_router]`, add
+//!   `.with_route((Self::send_invoice_status_tool_tool_attr(), Self::send_invoice_status_tool))`.
+//! - **Conditional tools.** An `#[idempotent]` inside `#[cfg_attr(...)]` does not compile in
+//!   an impl with `#[idem::status_tools]`: rmcp's `#[tool_router]` serves every `#[tool]`
+//!   whatever its `cfg`, so the status tool could not follow the condition. Keep such a
+//!   tool in an impl block of its own, without `#[idem::status_tools]` (its calls are still
+//!   idempotent when the condition holds; it has no status tool).
+//!
+//! # Tenants: `Authenticated`
+//!
+//! A tool with `scope = ...` keeps each caller's records apart (the crate docs'
+//! [Tenants](../../index.html#tenants) say what a scope does). On an rmcp server the
+//! caller's identity comes from the authenticated request, as `tests/frameworks_rmcp/tenants.rs` has it (it serves the tool
+//! through a transport that puts each connection's principal on its requests):
+//!
+//! <!-- quoted from tests/frameworks_rmcp/tenants.rs -->
+//! ```rust,ignore
+//! use idem::frameworks::rmcp::Authenticated;
+//! // ...
+//!
+//! /// Who the request comes from, as the server's authentication established it.
+//! #[derive(Clone)]
+//! struct Principal {
+//!     tenant: String,
+//! }
+//!
+//! // ...
+//!
+//! #[idem::status_tools]
+//! #[tool_router]
+//! impl TenantBilling {
+//!     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], scope = principal.tenant, store = *self.store)]
+//!     #[tool(description = "Send an invoice")]
+//!     async fn send_invoice(
+//!         &self,
+//!         Authenticated(principal): Authenticated<Principal>,
+//!         Parameters(req): Parameters<SendInvoice>,
+//!     ) -> Result<CallToolResult, ErrorData> {
+//!         let key = (principal.tenant.clone(), req.customer.clone(), req.period.clone());
+//!         *self.sent.lock().unwrap().entry(key).or_default() += 1;
+//!         let invoice = json!({ "invoice": format!("inv-{}-{}", principal.tenant, req.customer), "amount": req.amount });
+//!         Ok(CallToolResult::structured(invoice))
+//!     }
+//! }
+//! ```
+//!
+//! - Take the principal as [`Authenticated<T>`](Authenticated): it reads the `T` your
+//!   authentication layer put in the HTTP request's extensions (over streamable HTTP, rmcp
+//!   hands the tool the request's `http::request::Parts`, and the principal is inside them),
+//!   or the request context's own extensions (another transport, or a `call_tool` of your
+//!   own). A request that carries no `T` is refused with the JSON-RPC error `-32600`
+//!   (invalid request) before the tool runs: nothing is reserved. rmcp's own `Extension<T>`
+//!   reads the context's extensions only, so over streamable HTTP it never finds a
+//!   middleware's principal (the call fails with `-32602 missing extension`). The scope's
+//!   type is one a key field may have (a string, an integer).
+//! - The status tool takes the tool's extractor too, and reads only that scope's records.
+//! - A `scope` that reads the `Parameters<T>` argument does not compile: the model fills it.
+//! - A tool that takes an `Extension<T>` (or the whole `Extensions`) but has neither `scope`
+//!   nor `unscoped` compiles with a warning at the extractor that says how to scope it.
+//! - A scoped tool serves MCP Tasks like any other: `tasks/get`, `tasks/cancel` and
+//!   `tasks/update` extract the scope's parameters from their own request as rmcp extracts
+//!   them for a call (an `Authenticated<T>`, an `Extension<T>`), and a task of another scope,
+//!   or a request without a principal, gets the answer for an unknown id (`-32602`).
+//!   [Remote MCP servers](#remote-mcp-servers) shows the whole deployment.
+//!
+//! # MCP Tasks
+//!
+//! MCP has no protocol-level idempotency key: the business key in the arguments is what
+//! tells a retried `tools/call` from a new one. For slow tools MCP has the Tasks extension
+//! (SEP-2663, `io.modelcontextprotocol/tasks`): the server answers a `tools/call` with a task
+//! handle and the client polls `tasks/get`. idem's tasks are views of the tool's record:
+//! **a task stands for one run of one action**, the same for every retry while that run
+//! holds the key, readable after a restart and from every worker sharing the store.
+//! One line on the handler, **below `#[tool_handler]`**, as in the example:
+//!
+//! <!-- quoted from examples/mcp_server.rs -->
+//! ```rust,ignore
+//! #[tool_handler(
+//!     name = "idem-billing",
+//!     instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
+//! )]
+//! #[idem::tasks]
+//! impl ServerHandler for Billing {}
+//! ```
+//!
+//! It declares the extension in the server's capabilities, adds `get_task`, `cancel_task` and
+//! `update_task`, and runs each `tools/call` on a clone of the server as a tokio task of its
+//! own (so the server must be `Clone + Send + Sync + 'static`, as rmcp servers usually are;
+//! state in `Arc`s). What a model's client then sees:
+//!
+//! | the call | client declared tasks | client did not |
+//! | --- | --- | --- |
+//! | finishes within the tool's `timeout` (or the tool has none) | the result | the result |
+//! | still runs when its `timeout` passes (counted from the call's start) | `CreateTaskResult`, status `working`; the body goes on | `TIMEOUT`, as without tasks; the body goes on |
+//! | a retry finds the action running | the same task (`working`) | `IN_PROGRESS` |
+//! | a retry after it finished | the recorded result, `"replayed": true` | the same |
+//! | a call after the task failed or was cancelled (the key was released) | a new run: a new task | a new run |
+//!
+//! **Task ids** are opaque: `idem2.` and 22 characters, an HMAC-SHA256 of the run (namespace,
+//! key and fencing token) under a random secret the store keeps (created on first use, in
+//! the record `idem.tasks`/`secret`). An id reveals nothing of the key and cannot be made up:
+//! a client can ask only about tasks it was given. Every worker sharing the store derives
+//! the same id for the same run, so ids survive restarts and load balancers. A task handed
+//! out is in the store first (a record of namespace `idem.tasks`, kept as long as the task):
+//! `tasks/get` for it always answers.
+//!
+//! **`tasks/get`** reads the record:
+//!
+//! | the run's record | the task |
+//! | --- | --- |
+//! | in progress, lease live (also while a take-over reconciles it) | `working`, with the body's `idem::progress` message as `statusMessage` and the retry hint as `pollIntervalMs` |
+//! | completed | `completed`, with the recorded result as a replay shows it (`"replayed": true`) |
+//! | failed with a kept error (`on_error = keep`) | `failed`, with that error |
+//! | abandoned (its process stopped: whether it happened is unknown) | `failed`, with idem's `OUTCOME_UNKNOWN` error as `data` |
+//! | gone or a later run's, after a `tasks/cancel` | `cancelled` |
+//! | gone or a later run's, no `tasks/cancel` | `failed`: the call failed, which releases the key, so calling the tool again runs it (as a new task) |
+//!
+//! `createdAt` is the reservation's time on every read, `lastUpdatedAt` the record's last
+//! change (a renewal, the completion), `ttlMs` how long the task is kept from `createdAt`
+//! (the tool's `max_hold` plus `retain`; for a completed task, until its record's retention
+//! ends). A `failed` or `cancelled` answer is written to the store the first time it is
+//! given, so it never changes afterwards, whatever happens to the key (a reconciliation, an
+//! operator's `resolve`, a new run). An id this server never gave out is `-32602` (invalid
+//! params) for `tasks/get`, `tasks/cancel` and `tasks/update`; a store that cannot be read is
+//! an internal error (the task is not failed: ask again).
+//!
+//! **`tasks/cancel`** is acknowledged for every task of the server. For a `working` task it is
+//! recorded in the store and asks the body to stop: the body sees it through
+//! `idem::cancel_requested()` (between steps of a long body) and decides. In the process that
+//! received the `tasks/cancel` at once; on another worker sharing the store at the body's next
+//! lease renewal (every third of the tool's `lease`, and about a second after the body
+//! reports `idem::progress`). Nothing is interrupted and the key is never released for it: a
+//! body that returns an error releases it (unless `on_error = keep`) and the task reads
+//! `cancelled`; a body that finishes anyway completes it (`completed`). A task that ended
+//! stays as it ended. **`tasks/update`** is acknowledged for a known task: idem's tools ask for
+//! no input, so the responses change nothing.
+//!
+//! Without `#[idem::tasks]`, an rmcp tool's `timeout` does not take effect (the call waits for
+//! its body, and a warning is logged once per tool), `tasks/*` are not served, and clients
+//! keep TIMEOUT (for other tools) and the status tools. A tool's task state comes from
+//! `#[idem::status_tools]`, which must be on the impl holding the tools (one such impl per
+//! server type); sync tools never answer with a task.
+//!
+//! **Task records.** Records of the namespace `idem.tasks` are what MCP Tasks keep beside the
+//! tools' records: `secret` (the store's key for task ids: keep it, or every task id given
+//! out stops answering), and per task `<id>`, `<id>/cancel` and `<id>/end`. They are
+//! settled records with a retention, so `idem purge` removes them with the rest; `secret` is
+//! kept for a century.
+//!
+//! # Remote MCP servers
+//!
+//! Most MCP servers that change the outside world run remotely: rmcp's streamable HTTP
+//! transport (rmcp features `server` and `transport-streamable-http-server`) mounted in axum,
+//! behind an authentication layer, several worker processes behind one address, one store
+//! they share. The repository's `examples/remote_mcp` is such a server, whole:
+//!
+//! ```sh
+//! cargo run -p idem-examples --features rmcp --example remote_mcp     # two workers, one address, two tenants, a task
+//! cargo run -p idem-examples --features rmcp,postgres --example remote_mcp -- --db postgres://user@host/db
+//! ```
+//!
+//! The authentication layer puts the principal in the HTTP request's extensions, and the
+//! tools read it with [`Authenticated<T>`](Authenticated) ([Tenants](#tenants-authenticated)):
+//!
+//! <!-- quoted from examples/remote_mcp/billing.rs -->
+//! ```rust,ignore
+//! /// The authentication layer: a request with a known bearer token gets its `Principal` in
+//! /// its extensions, where `Authenticated<Principal>` finds it; any other is 401.
+//! pub async fn authenticate(mut request: Request, next: Next) -> Response {
+//!     let token = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+//!     let tenant = token
+//!         .and_then(|value| value.strip_prefix("Bearer "))
+//!         .and_then(|token| TOKENS.iter().find(|(known, _)| *known == token))
+//!         .map(|(_, tenant)| tenant.to_string());
+//!     match tenant {
+//!         Some(tenant) => {
+//!             request.extensions_mut().insert(Principal { tenant });
+//!             next.run(request).await
+//!         }
+//!         None => (StatusCode::UNAUTHORIZED, "a bearer token is required").into_response(),
+//!     }
+//! }
+//! // ...
+//!     #[idempotent(key = "export:<req.month>", scope = principal.tenant, timeout = "1s", lease = "3s", store = *self.store)]
+//!     #[tool]
+//!     async fn export_ledger(
+//!         &self,
+//!         Authenticated(principal): Authenticated<Principal>,
+//!         Parameters(req): Parameters<ExportLedger>,
+//!     ) -> Result<CallToolResult, ErrorData> {
+//!         for page in 1..=3 {
+//!             if idem::cancel_requested() {
+//!                 return Err(ErrorData::internal_error("the export was cancelled before it finished", None));
+//!             }
+//!             idem::progress(format!("exporting page {page} of 3"));
+//!             tokio::time::sleep(self.page).await;
+//!         }
+//!         let export = format!("export-{}-{}", principal.tenant, req.month);
+//!         self.effects.happened(&format!("export {export} by worker {}", std::process::id()));
+//!         Ok(CallToolResult::structured(json!({"export": export, "rows": 3})))
+//!     }
+//! // ...
+//! #[tool_handler(name = "idem-remote-billing")]
+//! #[idem::tasks]
+//! impl ServerHandler for Billing {}
+//!
+//! /// The MCP endpoint: rmcp's streamable HTTP service in stateless mode (every request
+//! /// stands alone, so any worker serves any request), behind the authentication layer.
+//! pub fn app(billing: Billing) -> axum::Router {
+//!     let config = StreamableHttpServerConfig::default().with_legacy_session_mode(false).disable_allowed_hosts();
+//!     let mcp = StreamableHttpService::new(move || Ok(billing.clone()), Arc::new(NeverSessionManager::default()), config);
+//!     axum::Router::new().route_service("/mcp", mcp).layer(axum::middleware::from_fn(authenticate))
+//! }
+//! ```
+//!
+//! **Many workers, one address.** Run the workers **stateless** (`with_legacy_session_mode(false)`,
+//! `NeverSessionManager`), not with sticky sessions: rmcp keeps a session in the process that
+//! opened it, so without affinity a load balancer sends a session's next request to a worker
+//! that answers 404, and with affinity a worker's restart loses its sessions. idem keeps
+//! nothing in a worker that a request needs: replays, IN_PROGRESS, CONFLICT, status and tasks
+//! all come from the store, so any worker answers any request (`tests/remote_mcp.rs` runs two
+//! worker processes behind a round-robin proxy). Whether a client takes MCP tasks is read from
+//! each request: clients of MCP 2026-07-28 (`server/discover`; in rmcp,
+//! `serve_with_lifecycle(transport, ClientLifecycleMode::Discover { .. })`) send their
+//! capabilities with every request, so a stateless worker knows; a client of the older
+//! `initialize` handshake declared them once, in a session a stateless worker does not keep,
+//! and gets TIMEOUT and the status tools instead of tasks (to give such clients tasks, run
+//! rmcp's legacy session mode with sticky sessions).
+//!
+//! **Tasks across workers.** A task handed out by one worker is read, cancelled and finished on
+//! any other (its id is derived under the store's secret, its records are in the store). A
+//! `tasks/cancel` that reaches another worker than the one running the body is recorded in
+//! the store; the body's worker sees it at the body's next lease renewal (every third of the
+//! tool's `lease`: give a tool that should stop quickly a short lease). A worker that dies
+//! mid-call leaves its reservation: after the lease, the task reads `failed` with
+//! `OUTCOME_UNKNOWN`, and the next call runs the `reconcile` hook or answers
+//! `OUTCOME_UNKNOWN`, never the action again blindly.
+//!
+//! **PostgreSQL for many workers.** Every worker may call `PgStore::migrate()` at start, and
+//! each has its own pool: the module `idem::store::postgres` (*Many workers*) says how to
+//! size the pools against the server's `max_connections`. The example's workers keep 8
+//! connections each.
 
 mod authenticated;
 pub(crate) mod tasks;

@@ -126,10 +126,12 @@ impl PgStore {
     /// together, the key included, on an error, a panic or a cancelled future. Exactly
     /// once for local effects, with no lease and no "outcome unknown".
     ///
-    /// A duplicate's reservation waits on the first call's uncommitted row (at most the
-    /// [`lock_timeout`](super::PgStoreBuilder::lock_timeout), then it is told
-    /// `IN_PROGRESS`); when the first commits, the duplicate gets [`Begun::Replayed`], and
-    /// when it rolls back, the duplicate runs. `compare` (a struct or map of the fields
+    /// A duplicate's reservation (another `begin`, or a tool call with the same namespace
+    /// and key) waits on the first call's uncommitted row at most
+    /// [`IDEM_LOCK_WAIT`](super::IDEM_LOCK_WAIT) (100 ms), then it is told `IN_PROGRESS`;
+    /// once the first has committed, a duplicate gets [`Begun::Replayed`], and once it
+    /// rolled back, the duplicate runs. Your writes through the transaction wait for locks
+    /// up to the [`lock_timeout`](super::PgStoreBuilder::lock_timeout) (5 s). `compare` (a struct or map of the fields
     /// that must match, `&()` for none) makes a repeat with other values a `CONFLICT`.
     /// The result is kept for `retain`. The transaction is READ COMMITTED.
     ///

@@ -451,7 +451,7 @@ fn is_send_sync_and_clone() {
     check::<PgStore>();
 }
 
-/// Per-call costs on this server, for the README:
+/// Per-call costs on this server, for the `store::postgres` docs (Cost per call):
 /// `IDEM_TEST_DATABASE_URL=... cargo test --release -p idem-runtime --features postgres per_call_costs -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement, not a check"]
