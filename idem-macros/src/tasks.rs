@@ -35,7 +35,7 @@
 //!         let answer = ServesTasks::ask(self, &request.task_id, Ask::Get, &context).await; // each tool in turn
 //!         ::idem::__private::rmcp::tasks::state_of(answer, &request.task_id)
 //!     }
-//!     // cancel_task and update_task alike, with Ask::Cancel / Ask::Update and tasks::acknowledged
+//!     // cancel_task and update_task alike, with Ask::Cancel / Ask::Update(&request.input_responses) and tasks::acknowledged
 //! }
 //!
 //! impl Billing {
@@ -204,7 +204,7 @@ fn task_methods(krate: &syn::Path) -> Vec<ImplItem> {
                 request: #rmcp::model::UpdateTaskParams,
                 context: #context,
             ) -> ::core::result::Result<(), #rmcp::ErrorData> {
-                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Update, &context).await, &request.task_id)
+                #tasks::acknowledged(#tasks::ServesTasks::ask(self, &request.task_id, #tasks::Ask::Update(&request.input_responses), &context).await, &request.task_id)
             }
         },
     ]
@@ -239,7 +239,7 @@ pub(crate) fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
             async fn ask(
                 &self,
                 task_id: &str,
-                ask: #tasks::Ask,
+                ask: #tasks::Ask<'_>,
                 context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
             ) -> #tasks::ToolAnswer {
                 let mut #failed = ::core::option::Option::None;

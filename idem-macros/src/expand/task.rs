@@ -98,7 +98,7 @@ pub(super) fn task_state_fn(
         async fn #name #generics (
             #receiver
             #task: &str,
-            #ask: #tasks::Ask,
+            #ask: #tasks::Ask<'_>,
             #context: &::rmcp::service::RequestContext<::rmcp::RoleServer>,
         ) -> #tasks::ToolAnswer
             #where_clause

@@ -201,7 +201,7 @@ pub(crate) fn required(tool: &Tool, key: &Key, asked: &Request) -> Error {
     .with_approval(details(asked))
 }
 
-fn declined(tool: &Tool, key: &Key, asked: &Request, decision: &Decision) -> Error {
+pub(crate) fn declined(tool: &Tool, key: &Key, asked: &Request, decision: &Decision) -> Error {
     let why = decision.note.as_deref().map_or_else(String::new, |note| format!(": {note}"));
     let mut approval = details(asked);
     approval.declined_by = Some(decision.by.clone());
@@ -220,7 +220,7 @@ fn declined(tool: &Tool, key: &Key, asked: &Request, decision: &Decision) -> Err
     .with_approval(approval)
 }
 
-fn expired(tool: &Tool, key: &Key, asked: &Request) -> Error {
+pub(crate) fn expired(tool: &Tool, key: &Key, asked: &Request) -> Error {
     Error::new(
         ErrorCode::ApprovalExpired,
         format!(

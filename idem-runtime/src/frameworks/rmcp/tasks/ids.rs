@@ -19,7 +19,18 @@ const ENCODED_LEN: usize = 22;
 
 /// The id of the task for the run of `namespace`'s record `key` held by `token`.
 pub(super) fn task_id(secret: &[u8], namespace: &str, key: &str, token: Token) -> String {
-    let mac = hmac_sha256(secret, &[namespace.as_bytes(), &[0], key.as_bytes(), &[0], &token.0.to_be_bytes()]);
+    id_of(secret, &[namespace.as_bytes(), &[0], key.as_bytes(), &[0], &token.0.to_be_bytes()])
+}
+
+/// The id of the task of a call that waits for the approval of `namespace`'s action `key`
+/// asked at `asked_at_ms`: one per request, never one of a run's (another length of input).
+pub(super) fn approval_task_id(secret: &[u8], namespace: &str, key: &str, asked_at_ms: i64) -> String {
+    let asked = asked_at_ms.to_be_bytes();
+    id_of(secret, &[namespace.as_bytes(), &[0], key.as_bytes(), &[0], b"approval", &asked])
+}
+
+fn id_of(secret: &[u8], parts: &[&[u8]]) -> String {
+    let mac = hmac_sha256(secret, parts);
     let mut id = String::with_capacity(PREFIX.len() + ENCODED_LEN);
     id.push_str(PREFIX);
     base64url(&mac[..16], &mut id);

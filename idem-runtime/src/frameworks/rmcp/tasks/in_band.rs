@@ -80,7 +80,7 @@ pub(super) async fn ask(
 
 /// The question the user sees: the action's text and the compared fields, to accept or
 /// decline (no fields to fill in).
-fn question(tool: &Tool, asked: &Request) -> ElicitRequestParams {
+pub(super) fn question(tool: &Tool, asked: &Request) -> ElicitRequestParams {
     let message = format!(
         "{} needs your approval: {}\n\nExactly this will be approved: {} ({}).\nAccept to approve it, decline to refuse it.",
         tool.name, asked.text, asked.request, asked.key
@@ -94,7 +94,7 @@ fn question(tool: &Tool, asked: &Request) -> ElicitRequestParams {
 
 /// Records the user's answer: accept approves, decline and cancel decline. `true` when a
 /// decision stands (this one, or one made meanwhile).
-async fn record(store: &dyn AsyncStore, id: RecordId<'_>, action: Option<&str>) -> bool {
+pub(super) async fn record<S: AsyncStore + ?Sized>(store: &S, id: RecordId<'_>, action: Option<&str>) -> bool {
     let decided = match action {
         Some("accept") => approval::approve(store, id, DECIDED_IN_THE_CLIENT, None).await,
         Some("decline") => approval::decline(store, id, DECIDED_IN_THE_CLIENT, Some("declined in the client")).await,

@@ -14,7 +14,14 @@
 //! - `tasks/cancel` is recorded in the store and asks the body to stop
 //!   ([`cancel_requested`](crate::cancel_requested)); the body decides. A body that then
 //!   fails leaves the task `cancelled`; one that finishes leaves it `completed`.
-//! - `tasks/update` acknowledges a known task: idem's tools ask for no input.
+//! - A call waiting for a person's approval (a tool with `approval`) answers with its task
+//!   at once, `input_required` with the question (key [`APPROVAL_INPUT`]). `tasks/update`
+//!   with an answer records the decision (accept approves, decline and cancel decline), as
+//!   does an operator out of band; the task then follows the call: `working` while the
+//!   approved action runs, `completed` with its result, or `completed` with the DECLINED
+//!   or APPROVAL_EXPIRED answer. `tasks/cancel` of a waiting task declines it. One task
+//!   stands for one request for approval: a retry while it waits answers with the same task.
+//! - `tasks/update` of any other task is acknowledged: nothing else asks for input.
 //! - An id this server did not give out is `-32602` (invalid params) for all three.
 //!
 //! The server opts in with `#[idem::tasks]` on its `ServerHandler` impl, below
@@ -30,7 +37,8 @@ use std::future::Future;
 
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetTaskResult, ServerConfig, TASKS_EXTENSION_ID, TaskStatus,
+    CallToolRequestParams, CallToolResponse, GetTaskResult, InputResponses, ServerConfig, TASKS_EXTENSION_ID,
+    TaskStatus,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -40,20 +48,20 @@ use serde_json::json;
 use crate::call::{Tool, cancel};
 use crate::key::{KeyPart, scope_prefix};
 use crate::output::ToolOutput;
-use crate::store::{AsyncStore, now_ms};
+use crate::store::{AsyncStore, RecordId, now_ms};
 
 pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
 pub use served::{Client, SERVING, Tasks};
 
 /// What a client asks of a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ask {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ask<'a> {
     /// `tasks/get`.
     Get,
     /// `tasks/cancel`.
     Cancel,
-    /// `tasks/update`.
-    Update,
+    /// `tasks/update`, with the answers to the task's questions.
+    Update(&'a InputResponses),
 }
 
 /// What a task's tool answers: its state (for `tasks/get`), or an acknowledgement.
@@ -175,7 +183,7 @@ where
 ///
 /// A task of a scoped tool is the caller's only when the caller's scope is the task's: any
 /// other caller gets the answer for an unknown id.
-pub async fn ask<O, S>(tool: &'static Tool, store: &S, (task_id, caller): (&str, Caller), ask: Ask) -> ToolAnswer
+pub async fn ask<O, S>(tool: &'static Tool, store: &S, (task_id, caller): (&str, Caller), ask: Ask<'_>) -> ToolAnswer
 where
     O: ToolOutput + IntoCallToolResult,
     O::Value: DeserializeOwned,
@@ -192,23 +200,63 @@ where
     if let Err(error) = crate::call::claim(tool) {
         return Some(Err(state::rpc_error(&error)));
     }
+    let id = RecordId { namespace: &run.namespace, key: &run.key };
     let state = state::state::<O, S>(tool, store, task_id, &run).await;
     Some(match ask {
         Ask::Get => state.map(|state| Answer::State(Box::new(GetTaskResult::new(state)))),
-        Ask::Update => state.map(|_| Answer::Acknowledged),
+        // The person's answer to a call waiting for approval: recorded like any decision.
+        Ask::Update(responses) => match (state, responses.get(APPROVAL_INPUT)) {
+            (Ok(state), Some(answer)) if state.status() == TaskStatus::InputRequired => {
+                in_band::record(store, id, answer.get("action").and_then(serde_json::Value::as_str)).await;
+                Ok(Answer::Acknowledged)
+            }
+            (state, _) => state.map(|_| Answer::Acknowledged),
+        },
+        // A call waiting for approval that its client cancels is declined: nothing runs.
+        Ask::Cancel if state.as_ref().is_ok_and(|state| state.status() == TaskStatus::InputRequired) => {
+            in_band::record(store, id, Some("cancel")).await;
+            Ok(Answer::Acknowledged)
+        }
         // An ended task stays as it ended; a working one is asked to stop, on every worker
         // that reads the store and in this process at once.
         Ask::Cancel => match state {
             Ok(state) if state.status() == TaskStatus::Working => {
                 let asked = json!({ "asked_at_ms": now_ms() }).to_string();
-                let recorded = records::put(store, &records::cancel_key(task_id), &asked, tool.retain).await;
+                let recorded = async {
+                    records::put(store, &records::cancel_key(task_id), &asked, tool.retain).await?;
+                    if run.awaits_approval {
+                        // The run the approval let begin is known to its worker by its own id.
+                        cancel_approved_run(store, &run, &asked, tool).await?;
+                    }
+                    Ok(())
+                };
+                let recorded = recorded.await;
                 cancel::request(&run.namespace, &run.key);
-                recorded.map(|_| Answer::Acknowledged).map_err(|error| state::store_error(tool, &run.key, &error))
+                recorded.map(|()| Answer::Acknowledged).map_err(|error| state::store_error(tool, &run.key, &error))
             }
             Ok(_) => Ok(Answer::Acknowledged),
             Err(error) => Err(error),
         },
     })
+}
+
+/// Records a cancel for the run that began once the approval `run` waited for was given,
+/// under that run's task id, which the worker running it reads as it renews.
+async fn cancel_approved_run<S: AsyncStore + ?Sized>(
+    store: &S,
+    run: &records::Run,
+    asked: &str,
+    tool: &Tool,
+) -> Result<(), crate::store::StoreError> {
+    let id = RecordId { namespace: &run.namespace, key: &run.key };
+    match store.read(id).await? {
+        Some(record) if record.created_at_ms >= run.created_at_ms => {
+            let secret = records::secret(store).await?;
+            let run_id = ids::task_id(&secret, &run.namespace, &run.key, record.token);
+            records::put(store, &records::cancel_key(&run_id), asked, tool.retain).await.map(drop)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `tasks/get`'s answer: the state a tool of the server gave (see [`ask`]), or `-32602` for

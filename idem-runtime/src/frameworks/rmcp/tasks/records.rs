@@ -33,7 +33,11 @@ pub(super) struct Run {
     pub(super) token: Token,
     /// When the run's reservation was made, by the store's clock: a take-over keeps it, a
     /// new run after a release does not, so it tells the run's records from a later run's.
+    /// For a call that waits for approval, when approval was asked for.
     pub(super) created_at_ms: i64,
+    /// The task is a call waiting for a person's approval (no reservation yet, `token` 0):
+    /// the action's record made after `created_at_ms` is its run.
+    pub(super) awaits_approval: bool,
 }
 
 impl Run {
@@ -43,6 +47,7 @@ impl Run {
             "key": self.key,
             "token": self.token.0,
             "created_at_ms": self.created_at_ms,
+            "awaits_approval": self.awaits_approval,
         })
         .to_string()
     }
@@ -54,6 +59,7 @@ impl Run {
             key: value.get("key")?.as_str()?.to_owned(),
             token: Token(value.get("token")?.as_u64()?),
             created_at_ms: value.get("created_at_ms")?.as_i64()?,
+            awaits_approval: value.get("awaits_approval").and_then(Value::as_bool).unwrap_or(false),
         })
     }
 }
@@ -204,7 +210,13 @@ mod tests {
 
     #[test]
     fn runs_round_trip() {
-        let run = Run { namespace: "n".into(), key: "k:é".into(), token: Token(u64::MAX), created_at_ms: -1 };
+        let run = Run {
+            namespace: "n".into(),
+            key: "k:é".into(),
+            token: Token(u64::MAX),
+            created_at_ms: -1,
+            awaits_approval: true,
+        };
         assert_eq!(Run::from_json(&run.to_json()), Some(run));
         assert_eq!(Run::from_json("{}"), None);
     }

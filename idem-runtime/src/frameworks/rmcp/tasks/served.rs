@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CreateTaskResult, InputRequiredResult, InputResponses, Task, TaskStatus,
@@ -15,10 +15,11 @@ use tokio::sync::Notify;
 
 use super::records::{self, Run};
 use super::state::{kept, millis};
+use crate::approval::{Request, State};
 use crate::call::{Serving, Tool, answers};
 use crate::error::Running;
 use crate::key::Key;
-use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, rfc3339};
+use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, now_ms, rfc3339};
 
 tokio::task_local! {
     /// Set while a `tools/call` is served through `#[idem::tasks]`.
@@ -157,6 +158,7 @@ impl Serving for Tasks {
                         key: id.key.into(),
                         token: record.token,
                         created_at_ms: record.created_at_ms,
+                        awaits_approval: false,
                     }
                 }
                 Ok(_) => return, // settled or abandoned meanwhile: IN_PROGRESS is answer enough
@@ -237,11 +239,24 @@ impl Serving for Tasks {
         &'a self,
         tool: &'static Tool,
         key: &'a Key,
-        asked: &'a crate::approval::Request,
+        asked: &'a Request,
         store: &'a dyn AsyncStore,
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             let Some(served) = served_here() else { return false };
+            let answered = served.client.responses.as_ref().is_some_and(|r| r.contains_key(super::APPROVAL_INPUT));
+            if served.client.offered && !answered {
+                // A tasks client gets the waiting call as a task at once: `input_required`
+                // with the question, answered by `tasks/update` or decided out of band.
+                match awaiting_task(tool, key, asked, store).await {
+                    Ok(task) => {
+                        served.lock().running = Some((Instant::now(), CallToolResponse::Task(task)));
+                        served.changed.notify_one();
+                        return decided(tool, key, asked, store).await;
+                    }
+                    Err(error) => unrecorded(tool, &error),
+                }
+            }
             super::in_band::ask(tool, key, asked, store, &served.client, |question| {
                 served.lock().input_required = Some(question);
             })
@@ -260,14 +275,73 @@ fn served_here() -> Option<Arc<Served>> {
 async fn started_task(tool: &Tool, key: &Key, token: Token, store: &dyn AsyncStore) -> Result<Task, StoreError> {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let record = store.read(id).await?.ok_or_else(|| StoreError::Corrupt("the record just reserved is gone".into()))?;
-    let run = Run { namespace: id.namespace.into(), key: id.key.into(), token, created_at_ms: record.created_at_ms };
+    let run = Run {
+        namespace: id.namespace.into(),
+        key: id.key.into(),
+        token,
+        created_at_ms: record.created_at_ms,
+        awaits_approval: false,
+    };
     task_of(tool, store, &run).await
+}
+
+/// The task of a call that waits for the approval `asked`: one per request, so every call
+/// made while it waits answers with the same task.
+async fn awaiting_task(
+    tool: &Tool,
+    key: &Key,
+    asked: &Request,
+    store: &dyn AsyncStore,
+) -> Result<CreateTaskResult, StoreError> {
+    let run = Run {
+        namespace: tool.namespace.into(),
+        key: key.as_str().into(),
+        token: Token(0),
+        created_at_ms: asked.asked_at_ms,
+        awaits_approval: true,
+    };
+    let mut task = task_of(tool, store, &run).await?;
+    task.status = TaskStatus::InputRequired;
+    task.status_message = Some(format!("waiting for a person's approval: {}", asked.text));
+    task.poll_interval_ms = Some(millis(MOST_BETWEEN_READS));
+    Ok(CreateTaskResult::new(task))
+}
+
+/// The longest a call waiting for approval goes without reading whether it was decided.
+const MOST_BETWEEN_READS: Duration = Duration::from_secs(1);
+
+/// Waits, reading the store, until the approval `asked` is no longer waiting: decided (here,
+/// by another worker, or by an operator), declined by a cancel, reopened, or expired.
+/// `true`: the driver asks the gate again, and runs the action if it was approved.
+async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn AsyncStore) -> bool {
+    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match crate::approval::state(store, id).await {
+            Ok(Some(State::Pending(request))) if request.asked_at_ms == asked.asked_at_ms => {}
+            Ok(_) => return true,
+            // A store that fails is read again; past the request's expiry the gate answers.
+            Err(error) => {
+                tracing::debug!(target: "idem", tool = tool.name, %error, "could not read whether the approval was decided")
+            }
+        }
+        let left = asked.expires_at_ms.saturating_sub(now_ms());
+        if left <= 0 {
+            return true;
+        }
+        tokio::time::sleep(pause.min(Duration::from_millis(left.unsigned_abs()))).await;
+        pause = (pause * 2).min(MOST_BETWEEN_READS);
+    }
 }
 
 /// The task of `run`, made (with its record in the store) unless it exists.
 async fn task_of(tool: &Tool, store: &dyn AsyncStore, run: &Run) -> Result<Task, StoreError> {
     let secret = records::secret(store).await?;
-    let id = super::ids::task_id(&secret, &run.namespace, &run.key, run.token);
+    let id = if run.awaits_approval {
+        super::ids::approval_task_id(&secret, &run.namespace, &run.key, run.created_at_ms)
+    } else {
+        super::ids::task_id(&secret, &run.namespace, &run.key, run.token)
+    };
     records::put_run(store, &id, run, std::time::Duration::from_millis(kept(tool))).await?;
     let created = rfc3339(run.created_at_ms);
     Ok(Task::new(id, TaskStatus::Working, created.clone(), created).with_ttl_ms(kept(tool)))

@@ -20,11 +20,15 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResponse, DetailedTask, ElicitRequest, InputRequest, InputRequests, JsonObject, Task, TaskPayload,
+    TaskStatus,
+};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::records::{self, Run, cancel_key, end_key};
+use crate::approval::State;
 use crate::call::{Tool, answers};
 use crate::error::Error;
 use crate::key::Key;
@@ -47,10 +51,21 @@ where
         .read(RecordId { namespace: &run.namespace, key: &run.key })
         .await
         .map_err(|e| store_error(tool, &run.key, &e))?
-        .filter(|record| record.created_at_ms == run.created_at_ms);
+        .filter(|record| match run.awaits_approval {
+            // The action's run that began after approval was asked for is this task's.
+            true => record.created_at_ms >= run.created_at_ms,
+            false => record.created_at_ms == run.created_at_ms,
+        });
     let task = |status: TaskStatus, updated_ms: i64| {
         Task::new(id, status, rfc3339(run.created_at_ms), rfc3339(updated_ms)).with_ttl_ms(kept(tool))
     };
+    if record.is_none() && run.awaits_approval {
+        let waiting = awaiting::<O, S>(tool, store, run, task).await?;
+        return match waiting.status() {
+            TaskStatus::InputRequired | TaskStatus::Working => Ok(waiting),
+            _ => freeze(tool, store, (id, run), waiting).await,
+        };
+    }
     let Some(record) = record else {
         let cancelled =
             records::get(store, &cancel_key(id)).await.map_err(|e| store_error(tool, &run.key, &e))?.is_some();
@@ -105,6 +120,76 @@ where
     }
 }
 
+/// The state of a call waiting for approval, whose action has no run yet:
+///
+/// | the approval | the task |
+/// | --- | --- |
+/// | asked, waiting | `input_required`: the question to the user (`tasks/update` answers it) |
+/// | approved | `working`: the waiting call runs the action (`failed` when no run began within the tool's lease: the waiting call stopped) |
+/// | declined | `completed` with the DECLINED answer the call gives |
+/// | expired | `completed` with the APPROVAL_EXPIRED answer |
+/// | reopened, asked anew | `failed`: calling the tool again asks anew, as a new task |
+async fn awaiting<O, S>(
+    tool: &'static Tool,
+    store: &S,
+    run: &Run,
+    task: impl Fn(TaskStatus, i64) -> Task,
+) -> Result<DetailedTask, ErrorData>
+where
+    O: ToolOutput + IntoCallToolResult,
+    S: AsyncStore + ?Sized,
+{
+    let id = RecordId { namespace: &run.namespace, key: &run.key };
+    let key = Key::stored(&run.key);
+    let state = crate::approval::state(store, id).await.map_err(|e| store_error(tool, &run.key, &e))?;
+    let same = |request: &crate::approval::Request| request.asked_at_ms == run.created_at_ms;
+    let answered = |error: Error, at_ms: i64| match O::from_error(error).into_call_tool_result() {
+        Ok(CallToolResponse::Complete(result)) => {
+            DetailedTask::new(task(TaskStatus::Completed, at_ms), TaskPayload::Completed { result: object(&result) })
+        }
+        Ok(_) => failed(task(TaskStatus::Failed, at_ms), &ErrorData::internal_error("not a tool result", None)),
+        Err(error) => failed(task(TaskStatus::Failed, at_ms), &error),
+    };
+    Ok(match state {
+        Some(State::Pending(request)) if same(&request) => {
+            let mut waiting = task(TaskStatus::InputRequired, request.asked_at_ms);
+            waiting.status_message = Some(format!("waiting for a person's approval: {}", request.text));
+            let question = InputRequest::Elicitation(ElicitRequest::new(super::in_band::question(tool, &request)));
+            let input_requests = InputRequests::from([(super::APPROVAL_INPUT.to_owned(), question)]);
+            DetailedTask::new(waiting, TaskPayload::InputRequired { input_requests })
+        }
+        // Approved, and no run began within a lease: the call that waited is gone (its
+        // worker stopped). Calling the tool again runs the approved action.
+        Some(State::Approved(request, decision))
+            if same(&request) && now_ms() - decision.at_ms > millis_i64(tool.lease) =>
+        {
+            let message = format!(
+                "{}: approved by {}, but the call that waited for the approval stopped before running it: calling {} again runs the approved action",
+                tool.name, decision.by, tool.name
+            );
+            failed(task(TaskStatus::Failed, now_ms()), &ErrorData::internal_error(message, None))
+        }
+        Some(State::Approved(request, decision)) if same(&request) => {
+            let mut working = task(TaskStatus::Working, decision.at_ms);
+            working.status_message = Some(format!("approved by {}; the action runs", decision.by));
+            DetailedTask::new(working, TaskPayload::Working)
+        }
+        Some(State::Declined(request, decision)) if same(&request) => {
+            answered(crate::call::approval_declined(tool, &key, &request, &decision), decision.at_ms)
+        }
+        Some(State::Expired(request)) if same(&request) => {
+            answered(crate::call::approval_expired(tool, &key, &request), request.expires_at_ms)
+        }
+        _ => {
+            let message = format!(
+                "{}: this call's approval request was reopened: calling {} again asks a person anew",
+                tool.name, tool.name
+            );
+            failed(task(TaskStatus::Failed, now_ms()), &ErrorData::internal_error(message, None))
+        }
+    })
+}
+
 /// Writes an ended task's state, unless another caller wrote one first; returns the state
 /// that stands.
 async fn freeze<S: AsyncStore + ?Sized>(
@@ -150,4 +235,8 @@ fn object<T: serde::Serialize>(value: &T) -> JsonObject {
 
 pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn millis_i64(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
