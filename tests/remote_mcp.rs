@@ -22,7 +22,7 @@ use billing::Effects;
 use cluster::{Client, Worker, connect};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorCode, GetTaskParams, GetTaskResult, TaskPayload,
-    TaskStatus,
+    TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
@@ -266,6 +266,56 @@ async fn a_worker_killed_mid_task_leaves_an_unknown_outcome_and_no_second_effect
     assert!(cluster.effects("export").is_empty(), "{:?}", cluster.effects("export"));
     acme2.cancel().await.unwrap();
     drop(acme1);
+}
+
+#[tokio::test]
+async fn a_refund_waits_on_one_worker_and_its_user_approves_through_the_other() {
+    let cluster = Cluster::start("a_refund_waits_on_one_worker", 100);
+    let (acme1, acme2) =
+        (connect(&cluster.url(0), "acme-token").await.unwrap(), connect(&cluster.url(1), "acme-token").await.unwrap());
+    let beta2 = connect(&cluster.url(1), "beta-token").await.unwrap();
+    let refund = json!({"invoice": "inv-acme-c1-2026-10", "amount": 900.0});
+    let waiting = call(&acme1, "refund", refund.clone()).await;
+    let CallToolResponse::Task(created) = &waiting else { panic!("a task, got {waiting:?}") };
+    assert_eq!(created.task.status, TaskStatus::InputRequired, "{created:?}");
+    let id = created.task.task_id.clone();
+    // A retry on the other worker waits for the same decision: the same task.
+    assert_eq!(task_id(&call(&acme2, "refund", refund.clone()).await), id);
+    let state = get(&acme2, &id).await.unwrap();
+    let TaskPayload::InputRequired { input_requests } = &state.task.payload else { panic!("{state:?}") };
+    assert!(input_requests.contains_key(idem::frameworks::rmcp::APPROVAL_INPUT), "{input_requests:?}");
+    // Another tenant can neither see nor answer it.
+    let accept = || [(idem::frameworks::rmcp::APPROVAL_INPUT.to_owned(), json!({"action": "accept"}))].into();
+    invalid_params(get(&beta2, &id).await);
+    invalid_params(beta2.update_task(UpdateTaskParams::new(&id, accept())).await);
+    assert!(cluster.effects("refund").is_empty(), "nothing before a decision: {:?}", cluster.effects("refund"));
+    // A small refund needs nobody.
+    let small = content(&call(&acme2, "refund", json!({"invoice": "inv-acme-c2-2026-10", "amount": 20.0})).await);
+    assert_eq!(small["refund"], "refund-acme-inv-acme-c2-2026-10", "{small}");
+
+    // Acme's user accepts through worker 1; one of the two calls waiting (one per worker)
+    // runs the refund, the other finds it done.
+    acme2.update_task(UpdateTaskParams::new(&id, accept())).await.expect("acknowledged");
+    let mut done = get(&acme1, &id).await.unwrap();
+    for _ in 0..200 {
+        if !matches!(done.task.status(), TaskStatus::InputRequired | TaskStatus::Working) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        done = get(&acme1, &id).await.unwrap();
+    }
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("completed, got {done:?}") };
+    assert_eq!(result["structuredContent"]["refund"], "refund-acme-inv-acme-c1-2026-10", "{result:?}");
+    let refunds = cluster.effects("refund");
+    assert_eq!(refunds.len(), 2, "{refunds:?}");
+    assert_eq!(refunds.iter().filter(|line| line.contains(" 900.00 ")).count(), 1, "{refunds:?}");
+    // Every later call replays it, on either worker.
+    let again = content(&call(&acme2, "refund", refund).await);
+    assert_eq!(again["replayed"], true, "{again}");
+    assert_eq!(cluster.effects("refund").len(), 2);
+    for client in [acme1, acme2, beta2] {
+        client.cancel().await.unwrap();
+    }
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The billing MCP server of `remote_mcp`: two tools whose records are per tenant, served
+//! The billing MCP server of `remote_mcp`: three tools whose records are per tenant, served
 //! over streamable HTTP behind an authentication layer. (`tests/remote_mcp.rs` uses this
 //! file too.)
 
@@ -67,6 +67,16 @@ pub struct SendInvoice {
 pub struct ExportLedger {
     /// The month to export, e.g. "2026-10".
     pub month: String,
+}
+
+/// The arguments of `refund`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Refund {
+    /// The invoice to refund, e.g. "inv-acme-c1-2026-10".
+    pub invoice: String,
+    /// The amount to refund, in euros.
+    pub amount: f64,
 }
 
 /// The outside world the tools change: a file with one line per effect, appended by
@@ -143,6 +153,28 @@ impl Billing {
         let export = format!("export-{}-{}", principal.tenant, req.month);
         self.effects.happened(&format!("export {export} by worker {}", std::process::id()));
         Ok(CallToolResult::structured(json!({"export": export, "rows": 3})))
+    }
+
+    /// Refund (part of) an invoice. Above 500 EUR a person approves first: the call waits
+    /// for the decision (a client that takes MCP tasks gets a task that asks its user). One
+    /// refund per invoice, however often it is called.
+    #[idempotent(
+        key = "refund:<req.invoice>",
+        compare = [req.amount],
+        scope = principal.tenant,
+        approval = req.amount > 500.0,
+        approval_text = "refund <req.amount> EUR of <req.invoice>",
+        store = *self.store
+    )]
+    #[tool]
+    async fn refund(
+        &self,
+        Authenticated(principal): Authenticated<Principal>,
+        Parameters(req): Parameters<Refund>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let refund = format!("refund-{}-{}", principal.tenant, req.invoice);
+        self.effects.happened(&format!("refund {refund} {:.2} by worker {}", req.amount, std::process::id()));
+        Ok(CallToolResult::structured(json!({"refund": refund, "amount": req.amount})))
     }
 }
 
