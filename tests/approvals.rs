@@ -274,6 +274,33 @@ fn a_tenants_approval_never_runs_another_tenants_action() {
     assert!(waiting[0].key.starts_with(&idem::scope_prefix("beta")));
 }
 
+/// The request made, the process gone, a decision by another handle (an operator's), a
+/// new process: it runs once the approval is there, once.
+fn restart_between_request_and_approval<S: idem::store::Admin>(open: impl Fn() -> S, supplier: &str) {
+    let p = Payments { store: open() };
+    assert_eq!(code(pay(&p, supplier, 4000.0)), ErrorCode::ApprovalRequired);
+    drop(p);
+    let store = open();
+    let waiting = approval::pending(&store, Some("tests::pay_invoice"), None).unwrap();
+    assert!(waiting.iter().any(|request| request.key == id(supplier)), "{waiting:?}");
+    let key = id(supplier);
+    let action = RecordId { namespace: "tests::pay_invoice", key: &key };
+    approval::blocking::approve(&store, action, "alice", Some("checked after the restart")).unwrap();
+    drop(store);
+    let p = Payments { store: open() };
+    assert_eq!(pay(&p, supplier, 4000.0).unwrap(), 400_000);
+    assert_eq!(pay(&p, supplier, 4000.0).unwrap(), 400_000);
+    assert_eq!(paid(supplier), 1);
+    let state = approval::blocking::state(&p.store, RecordId { namespace: "tests::pay_invoice", key: &key }).unwrap();
+    assert!(matches!(state, Some(State::Approved(..))), "{state:?}");
+}
+
+#[test]
+fn a_restart_between_request_and_approval_loses_nothing_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    restart_between_request_and_approval(|| SqliteStore::open(dir.path().join("idem.db")).unwrap(), "sqlite");
+}
+
 #[test]
 fn a_restart_between_request_and_approval_loses_nothing_on_postgres() {
     let Some(url) = postgres::test_url("approvals on PostgreSQL") else { return };
@@ -283,18 +310,5 @@ fn a_restart_between_request_and_approval_loses_nothing_on_postgres() {
         idem::store::Store::read(&store, RecordId { namespace: "x", key: "y" }).unwrap(); // migrates
         store
     };
-    let p = Payments { store: open() };
-    assert_eq!(code(pay(&p, "pg", 4000.0)), ErrorCode::ApprovalRequired);
-    drop(p);
-    let store = open();
-    let waiting = approval::pending(&store, Some("tests::pay_invoice"), None).unwrap();
-    assert!(waiting.iter().any(|request| request.key == "payment:pg:inv-7"), "{waiting:?}");
-    decide(&store, "pg", true).unwrap();
-    let p = Payments { store: open() };
-    assert_eq!(pay(&p, "pg", 4000.0).unwrap(), 400_000);
-    assert_eq!(pay(&p, "pg", 4000.0).unwrap(), 400_000);
-    assert_eq!(paid("pg"), 1);
-    let state =
-        block_on(approval::state(&p.store, RecordId { namespace: "tests::pay_invoice", key: &id("pg") })).unwrap();
-    assert!(matches!(state, Some(State::Approved(..))), "{state:?}");
+    restart_between_request_and_approval(open, "pg");
 }

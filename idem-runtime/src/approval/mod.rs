@@ -203,8 +203,8 @@ async fn decide<S: AsyncStore + ?Sized>(
             tracing::info!(target: "idem", namespace = id.namespace, key = id.key, by, verdict, "approval decided");
             Ok(request)
         }
-        // Another decider was first (or is writing): theirs stands.
-        Put::Found(_) | Put::Writing => match action.current(store).await? {
+        // Another decider was first: theirs stands.
+        Put::Found(_) => match action.current(store).await? {
             Current::Open { decision: Some(decision), .. } => Err(DecideError::Decided(decision)),
             _ => Err(DecideError::NoRequest),
         },

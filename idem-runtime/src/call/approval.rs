@@ -84,7 +84,7 @@ pub(crate) async fn gate(
                 let made = Ask { namespace: tool.namespace, key: key.as_str(), request, text, ttl: policy.ttl };
                 match action.ask(store, next, &made).await {
                     Ok(Put::Written) => return asked_now(tool, policy, key, (request, text), store).await,
-                    Ok(Put::Found(_) | Put::Writing) => continue,
+                    Ok(Put::Found(_)) => continue,
                     Err(error) => return failed(error),
                 }
             }
@@ -100,7 +100,7 @@ pub(crate) async fn gate(
                 return Gate::Answer(Outcome::Declined, declined(tool, key, &asked, &decision));
             }
             None if now_ms() >= asked.expires_at_ms => match action.expire(store, round).await {
-                Ok(Put::Written | Put::Writing) => {
+                Ok(Put::Written) => {
                     notify(tool.subject(), key, Phase::Reserve, Happened::ApprovalExpired);
                     return Gate::Answer(Outcome::ApprovalExpired, expired(tool, key, &asked));
                 }

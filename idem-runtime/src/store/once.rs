@@ -2,17 +2,18 @@
 //! approval request, a decision), written through the store protocol itself, so that
 //! every store (the bundled ones, a custom one) keeps them with nothing added to it.
 //!
-//! A value is written by reserving its record and completing it at once; the store's
-//! unique constraint picks the first writer, and every later writer gets the value that
-//! stands. A writer that stopped between the two steps leaves an in-progress record,
-//! which is taken over once its short lease has ended.
+//! A value is the `request` of its record: it stands from the moment the store's unique
+//! constraint picked its writer, in the one step of the reservation, so no reader ever
+//! finds a value half written. The writer then completes the record with the same value,
+//! which only sets how long it is kept; a writer that stopped before that step leaves an
+//! in-progress record whose value stands all the same.
 
 use std::time::Duration;
 
-use super::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, StoreError, Token};
+use super::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, StoreError};
 
-/// How long a writer may take between reserving a record and completing it before another
-/// writer takes it over.
+/// How long a written value's record holds its lease before it is completed: nothing
+/// waits on it, it only marks a writer that stopped between its two steps.
 const WRITE_LEASE: Duration = Duration::from_secs(10);
 
 /// What [`put`] came to.
@@ -22,8 +23,6 @@ pub(crate) enum Put {
     Written,
     /// Another writer's value stands.
     Found(String),
-    /// Another writer is between its two steps right now: its value stands in a moment.
-    Writing,
 }
 
 /// Writes `value` under `id` unless a value is there already; see [`Put`]. Never waits.
@@ -33,44 +32,34 @@ pub(crate) async fn put<S: AsyncStore + ?Sized>(
     value: &str,
     retain: Duration,
 ) -> Result<Put, StoreError> {
-    let complete = |token: Token| async move {
-        store.complete(id, token, Completion::Success(value), retain).await.map(|()| Put::Written)
-    };
-    // Two rounds: a stopped writer's record is taken over in the first, and a take-over
-    // lost to another writer is settled by then.
-    for _ in 0..2 {
-        match store.reserve(Reserve { id, request: "{}", lease: WRITE_LEASE }).await? {
-            Reservation::Acquired { token } => return complete(token).await,
-            Reservation::Existing(record) => match record.state {
-                RecordState::Completed { result } => return Ok(Put::Found(result)),
-                RecordState::Failed { error } => {
-                    return Err(StoreError::Corrupt(format!("{} {} holds an error: {error}", id.namespace, id.key)));
-                }
-                RecordState::InProgress { lease_expired: true, .. } => {
-                    match store.take_over(id, record.token, WRITE_LEASE).await {
-                        Ok(token) => return complete(token).await,
-                        Err(StoreError::Fenced) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                RecordState::InProgress { lease_expired: false, .. } => return Ok(Put::Writing),
-            },
+    match store.reserve(Reserve { id, request: value, lease: WRITE_LEASE }).await? {
+        Reservation::Acquired { token } => {
+            // The value stands already; completing it only starts its retention.
+            if let Err(error) = store.complete(id, token, Completion::Success(value), retain).await {
+                tracing::warn!(target: "idem", namespace = id.namespace, key = id.key, %error, "a written value stands, but its record could not be completed: it is kept until removed by hand");
+            }
+            Ok(Put::Written)
         }
+        Reservation::Existing(record) => Ok(Put::Found(value_of(record.request, record.state))),
     }
-    Ok(Put::Writing)
 }
 
 /// The value written under `id`, and when it was written (by the store's clock), if any.
-/// A value being written right now is not there yet.
 pub(crate) async fn get<S: AsyncStore + ?Sized>(
     store: &S,
     id: RecordId<'_>,
 ) -> Result<Option<(String, i64)>, StoreError> {
     let record = store.read(id).await?;
-    Ok(record.and_then(|record| match record.state {
-        RecordState::Completed { result } => Some((result, record.created_at_ms)),
-        _ => None,
-    }))
+    Ok(record.map(|record| (value_of(record.request, record.state), record.created_at_ms)))
+}
+
+/// A completed record's result is its value (the same as its request, and the only copy in
+/// records written before values moved into the request).
+fn value_of(request: String, state: RecordState) -> String {
+    match state {
+        RecordState::Completed { result } => result,
+        _ => request,
+    }
 }
 
 #[cfg(test)]
@@ -103,16 +92,21 @@ mod tests {
     }
 
     #[test]
-    fn a_writer_between_its_steps_is_writing_and_one_that_stopped_is_taken_over() {
+    fn a_value_stands_from_its_reservation_even_if_its_writer_stopped() {
         let store = FromSync(MemoryStore::new());
-        let writing = Reserve { id: id("k"), request: "{}", lease: Duration::from_secs(60) };
-        now(AsyncStore::reserve(&store, writing)).unwrap();
-        assert_eq!(now(put(&store, id("k"), "2", KEPT)).unwrap(), Put::Writing);
-        assert_eq!(now(get(&store, id("k"))).unwrap(), None, "not written yet");
-
-        let stopped = Reserve { id: id("j"), request: "{}", lease: Duration::ZERO };
+        // A writer that reserved and stopped before completing: its value stands.
+        let stopped = Reserve { id: id("k"), request: "1", lease: Duration::ZERO };
         now(AsyncStore::reserve(&store, stopped)).unwrap();
-        assert_eq!(now(put(&store, id("j"), "3", KEPT)).unwrap(), Put::Written);
-        assert_eq!(now(get(&store, id("j"))).unwrap().map(|(value, _)| value).as_deref(), Some("3"));
+        assert_eq!(now(get(&store, id("k"))).unwrap().map(|(value, _)| value).as_deref(), Some("1"));
+        assert_eq!(now(put(&store, id("k"), "2", KEPT)).unwrap(), Put::Found("1".into()));
+    }
+
+    #[test]
+    fn a_written_value_is_completed_for_its_retention() {
+        let store = FromSync(MemoryStore::new());
+        assert_eq!(now(put(&store, id("k"), "1", KEPT)).unwrap(), Put::Written);
+        let record = now(AsyncStore::read(&store, id("k"))).unwrap().unwrap();
+        assert_eq!(record.state, RecordState::Completed { result: "1".into() });
+        assert!(record.retain_until_ms.is_some());
     }
 }

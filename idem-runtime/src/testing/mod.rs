@@ -18,6 +18,7 @@
 //! | a store of your own, sync | [`conformance::check_store`]`(make_store)` | every promise the tool runtime relies on: atomic reservation, fencing, byte-exact replay, lease renewal, retention |
 //! | the same store through its async impl | [`conformance::check_async_store`]`(make_store)` | the same checks through [`AsyncStore`](crate::store::AsyncStore) |
 //! | its operator operations | [`conformance::check_admin`]`(make_store)` | [`Admin`](crate::store::Admin): list, count, resolve, reopen, purge |
+//! | approvals on it | [`conformance::check_approvals`]`(make_store)` | one request per action under a race of 16, one decision that stands under a race of 16 deciders, the pending listing, expiry, reopen |
 //! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
 //! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
 //!

@@ -8,6 +8,7 @@ fn passes_the_conformance_checks() {
     check_store(MemoryStore::new);
     check_unknown_state(&MemoryStore::new());
     crate::testing::conformance::check_admin(MemoryStore::new);
+    crate::testing::conformance::check_approvals(MemoryStore::new);
 }
 
 #[test]

@@ -34,6 +34,10 @@ fn passes_the_conformance_checks() {
         let path = dir.path().join(format!("admin-{}.db", n.fetch_add(1, Ordering::Relaxed)));
         SqliteStore::open(path).unwrap()
     });
+    crate::testing::conformance::check_approvals(|| {
+        let path = dir.path().join(format!("approvals-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+        SqliteStore::open(path).unwrap()
+    });
 }
 
 #[test]

@@ -10,12 +10,14 @@ use std::time::Duration;
 use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
 
 mod admin;
+mod approvals;
 mod race;
 mod renew;
 mod through_async;
 mod unreadable;
 
 pub use admin::check_admin;
+pub use approvals::check_approvals;
 pub use race::check_exclusive_reserve;
 pub use through_async::check_async_store;
 pub use unreadable::{PlantRecord, check_unknown_state};

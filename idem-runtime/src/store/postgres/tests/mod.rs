@@ -102,6 +102,7 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     check_store(|| db.store());
     check_unknown_state(&db.store());
     crate::testing::conformance::check_admin(|| db.store());
+    crate::testing::conformance::check_approvals(|| db.store());
 }
 
 /// The same checks with every reservation reading first (what a store does after a
