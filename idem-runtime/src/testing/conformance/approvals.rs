@@ -73,7 +73,7 @@ fn one_decision_stands_against_racing_deciders<S: Store>(store: &S) {
                 scope.spawn(move || {
                     barrier.wait();
                     let by = format!("decider-{n}");
-                    if n % 2 == 0 {
+                    if n.is_multiple_of(2) {
                         blocking::approve(store, id("decide"), &by, None)
                     } else {
                         blocking::decline(store, id("decide"), &by, Some("no"))
@@ -98,7 +98,7 @@ fn one_decision_stands_against_racing_deciders<S: Store>(store: &S) {
         Some(State::Approved(_, decision) | State::Declined(_, decision)) => decision,
         other => panic!("the decision must read back, got {other:?}"),
     };
-    assert_eq!((stands.by.as_str(), stands.approved), (winner.as_str(), won[0] % 2 == 0));
+    assert_eq!((stands.by.as_str(), stands.approved), (winner.as_str(), won[0].is_multiple_of(2)));
 }
 
 fn pending_lists_undecided_requests_oldest_first<S: Admin>(store: &S) {
