@@ -5,7 +5,10 @@
 //! - `facade`: the call counter and duration histogram through the `metrics` facade.
 //! - `observer`: lifecycle events for code.
 //! - `rmcp`: the spans of an rmcp server's tool, called by rmcp's client.
+//! - `approvals`: requests, decisions and expiries in all three.
 
+#[path = "telemetry/approvals.rs"]
+mod approvals;
 #[path = "telemetry/capture.rs"]
 mod capture;
 #[cfg(feature = "metrics")]
