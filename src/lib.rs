@@ -27,6 +27,10 @@
 //! | `reconcile = expr` | What to do with an abandoned call once its lease ended: a function or closure taking an [`Abandoned`] and answering a [`Reconciled`], after asking the provider; async for async tools (`\|a\| async move { ... }`). See [Errors](#errors). | none: an abandoned call is `OUTCOME_UNKNOWN` |
 //! | `on_error = keep` | The body's `Err` is the final answer, stored and replayed (for errors that happen after the side effect, as Stripe does). The error type must serialize and deserialize. | `release`: an `Err` means the action did not happen, so the key is released |
 //! | `retain = "7d"` | How long a settled record is kept before [`store::Store::purge`] (`idem purge`) may remove it. A retry after its record was purged runs the action again: keep records at least as long as any layer may retry (model: seconds; webhooks: hours; dead letters: days). | 7 days |
+//! | `approval = amount > 1000.0` or `approval = required` | The action needs a person's approval before its first run: when the condition holds (a `bool` expression over the parameters, evaluated per call before anything is reserved), or always. The call answers `APPROVAL_REQUIRED` until a person approves; see [Approvals](#approvals-what-a-key-cannot-fix) and [`approval`]. | none |
+//! | `approval_text = "pay <supplier> <amount> EUR"` | What the person reads: literal text and `<param>` or `<param.field>` placeholders, written with `Display`. Needs `approval`. | the tool's first doc sentence, then the key and the compared fields |
+//! | `approval_ttl = "4h"` | How long a request waits for a decision; then it expires (`APPROVAL_EXPIRED`) and a later call asks anew. Needs `approval`. | [`approval::DEFAULT_APPROVAL_TTL`]: one day |
+//! | `on_approval_request = notify` | A `fn(&idem::approval::Request)` called once when a request is made, never for a repeat: one message per action in the approvers' channel. A hook that panics is caught; the request stands. Needs `approval`. | none |
 //! | `crate = "my_idem"` | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute. | `::idem` |
 //!
 //! ### What it generates
@@ -59,7 +63,10 @@
 //! templates without a placeholder, placeholders not separated by a character such as `:`
 //! or `/`; `compare` entries that name nothing, repeat a key field or appear twice; a
 //! `max_hold` shorter than the `lease`; a `scope` that reads what the model fills (an rmcp
-//! `Parameters<T>` argument, a rig tool's arguments). An `event_id` or `request_id` created
+//! `Parameters<T>` argument, a rig tool's arguments); an `approval` condition that reads
+//! anything but the parameters (a field of `self`, a static, a local) or is not a `bool`;
+//! `approval_text`, `approval_ttl` or `on_approval_request` without `approval`, an
+//! `approval_text` placeholder that names no parameter, and a hook of another signature. An `event_id` or `request_id` created
 //! once before the first attempt is a fine key field.
 //!
 //! ```compile_fail
@@ -203,6 +210,9 @@
 //! | stored result no longer reads as the tool's type | [`RECORD_UNREADABLE`](ErrorCode::RecordUnreadable); never re-run | no | a person must inspect the record |
 //! | record in a state this version does not know (a newer idem during a rolling deploy, a hand edit) | `RECORD_UNREADABLE`, naming namespace and key, on calls and `<fn>_status` | no | a person must inspect the record |
 //! | the body's result does not read back from its JSON (`f64::NAN`, an infinity: JSON writes `null`) | the caller gets its result; nothing is stored and the key reads as abandoned: the `reconcile` hook's answer, else `OUTCOME_UNKNOWN` | no | check with the provider or a person |
+//! | the action needs approval (`approval = ...`) and none was given yet | [`APPROVAL_REQUIRED`](ErrorCode::ApprovalRequired), with the request (`"approval"`: namespace, key, text, compared fields, when it expires); nothing runs. See [Approvals](#approvals-what-a-key-cannot-fix) | no | ask the user to approve; call `<fn>_status` later |
+//! | a person declined the action | [`DECLINED`](ErrorCode::Declined), naming who, when and why; every call, until reopened | no | do not call again; tell the user |
+//! | the approval request expired without a decision | [`APPROVAL_EXPIRED`](ErrorCode::ApprovalExpired), once; the next call asks anew | no | ask the user whether it is still wanted |
 //! | another tool already uses this tool's default namespace (two methods of one name, one module) | [`NAMESPACE_CLASH`](ErrorCode::NamespaceClash); the body does not run, on every call of the second tool | no | give one of them `namespace = "..."` |
 //!
 //! `STORE_UNAVAILABLE` is only for failures of the store itself (unreachable, a driver or

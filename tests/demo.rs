@@ -22,7 +22,6 @@ fn example(name: &str) -> PathBuf {
 }
 
 /// What an example printed, once it exited successfully.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
 fn succeeded(command: &mut Command) -> String {
     let output = command.output().expect("the example is built by `cargo test`");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -6,7 +6,10 @@
 //! idem [--db PATH|URL] [--json] show NAMESPACE KEY
 //! idem [--db PATH|URL] [--json] purge [--batch N]
 //! idem [--db PATH|URL] resolve NAMESPACE KEY (--done JSON|-|@FILE [--rmcp] | --release) [--force] [--yes]
-//! idem [--db PATH|URL] reopen NAMESPACE KEY [--yes]
+//! idem [--db PATH|URL] reopen NAMESPACE KEY [--by NAME [--note TEXT]] [--yes]
+//! idem [--db PATH|URL] [--json] approvals [--namespace NS] [--scope SCOPE]
+//! idem [--db PATH|URL] approve NAMESPACE KEY --by NAME [--note TEXT] [--yes]
+//! idem [--db PATH|URL] decline NAMESPACE KEY --by NAME [--note TEXT] [--yes]
 //! ```
 //!
 //! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
@@ -16,7 +19,8 @@
 //! a crash, after you checked with the provider what happened: `--done` records the
 //! provider's result, `--release` lets the next call run the action. It prints the record
 //! first, asks for confirmation unless `--yes` is given, and refuses a key whose lease is
-//! live unless `--force`. `idem --help` and `idem help <command>` say exactly what each
+//! live unless `--force`. `approvals` lists the requests of tools with `approval = ...` that
+//! wait for a person; `approve` and `decline` decide one, as NAME. `idem --help` and `idem help <command>` say exactly what each
 //! does.
 
 #![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items

@@ -1,19 +1,46 @@
 //! Approvals bound to the business action: a tool with `approval = ...` asks a person once
 //! per action, however often and however concurrently the model retries, and runs the
-//! body only after a person approved exactly what the request named.
+//! body only after a person approved exactly what the request named. What each call
+//! answers is the table under *Approvals* in the crate's docs; this module says the rest.
 //!
-//! This module is how decisions are made in code, on any store: [`approve`], [`decline`],
-//! [`reopen`], [`state`] and [`pending`]. The `idem` command does the same for operators
-//! (`idem approvals`, `idem approve`, `idem decline`); an rmcp server can ask in band
-//! (see `idem::frameworks::rmcp`). Whoever decides, the record does not care.
+//! **Deciding.** In code, on any store: [`approve`], [`decline`], [`reopen`], [`state`] and
+//! [`pending`] (and [`blocking`] for sync code and a [`Store`](crate::store::Store)). The
+//! `idem` command does the same for operators (`idem approvals`, `idem approve`, `idem
+//! decline`, `idem reopen NS KEY --by NAME`); an rmcp server asks its user in band (see
+//! `idem::frameworks::rmcp`, *Approvals in the client*). Whoever decides, the record does
+//! not care: `by` names them (never empty), `note` says why, the store's clock says when.
 //!
-//! An approval is kept beside the action's record, as write-once records of the namespace
-//! `idem.approvals` written through the store protocol: every store keeps approvals with
+//! - **One request per action.** The first call whose condition holds writes the request;
+//!   every call that finds it (on any worker) answers from it. The request governs the
+//!   action from then on: a call with other compared values is a CONFLICT, even one whose
+//!   condition does not hold (a smaller amount), so that a person never approves X while Y
+//!   runs.
+//! - **A decision is final.** The first decision written stands; a second, or one racing it,
+//!   gets [`DecideError::Decided`] with the one that stands. An approval approves the action,
+//!   not one attempt: after a body that failed (and released its key, `on_error` left at
+//!   `release`), the next call runs it again under the same approval. A decline holds until
+//!   [`reopen`]ed (operators: `idem reopen NS KEY --by NAME`); after that, the next call
+//!   asks anew: a new request, a new notification.
+//! - **Expiry.** A request without a decision expires `approval_ttl` after it was asked
+//!   ([`DEFAULT_APPROVAL_TTL`], a day, when the tool sets none). From then on a decision is
+//!   refused ([`DecideError::Expired`]); the first call at or after the expiry answers
+//!   APPROVAL_EXPIRED (and records that it did, so this happens once), and the call after
+//!   it asks anew. Times are the store's (when a record was written); an expiry is judged
+//!   against them by the caller's clock, so keep `approval_ttl` well above the clock skew
+//!   between your machines (seconds).
+//! - **Scopes.** A scoped tool's keys start with the scope's prefix, and so do its requests:
+//!   one tenant's approval never runs another tenant's action, and `idem approvals --scope
+//!   acme` (or [`pending`] with `idem::scope_prefix("acme")`) lists one tenant's.
+//! - **The action ran.** Once the action has a record, its record answers (replays,
+//!   IN_PROGRESS, ...) and the approval is not read again.
+//!
+//! **Where approvals are kept.** Beside the actions' records, as write-once records of the
+//! namespace `idem.approvals`, written through the store protocol: every store (also one of
+//! your own that passes `idem::testing::conformance::check_approvals`) keeps approvals with
 //! nothing added to it, decisions survive restarts and are the same on every worker, and
 //! the store's unique constraint makes concurrent requests one request and a decision
-//! final. Times are the store's (when a record was written); an expiry is judged against
-//! them by the caller's clock, so keep `approval_ttl` well above the clock skew between
-//! your machines (seconds).
+//! final. They are kept for a century (`idem purge` leaves them): a decided action must
+//! stay decided as long as its record may answer.
 
 mod records;
 

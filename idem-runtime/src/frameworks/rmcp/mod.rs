@@ -322,8 +322,9 @@
 //! reports `idem::progress`). Nothing is interrupted and the key is never released for it: a
 //! body that returns an error releases it (unless `on_error = keep`) and the task reads
 //! `cancelled`; a body that finishes anyway completes it (`completed`). A task that ended
-//! stays as it ended. **`tasks/update`** is acknowledged for a known task: idem's tools ask for
-//! no input, so the responses change nothing.
+//! stays as it ended. **`tasks/update`** is acknowledged for a known task; only a task waiting
+//! for approval asks for input (see *Approvals in the client*), and for any other the
+//! responses change nothing.
 //!
 //! Without `#[idem::tasks]`, an rmcp tool's `timeout` does not take effect (the call waits for
 //! its body, and a warning is logged once per tool), `tasks/*` are not served, and clients
@@ -336,6 +337,27 @@
 //! out stops answering), and per task `<id>`, `<id>/cancel` and `<id>/end`. They are
 //! settled records with a retention, so `idem purge` removes them with the rest; `secret` is
 //! kept for a century.
+//!
+//! # Approvals in the client
+//!
+//! A tool with `approval = ...` (see `idem::approval`) served through `#[idem::tasks]` asks
+//! the model's user in band, the way the client declared it can:
+//!
+//! | the client | the call that needs approval |
+//! | --- | --- |
+//! | declared the tasks extension | answers at once with a task in `input_required`, whose `inputRequests` hold the question under [`APPROVAL_INPUT`]; `tasks/update` with the answer under that key decides, `tasks/cancel` declines, and a decision made elsewhere (an operator, another worker) counts too. The task then follows the call: `working` while the approved action runs, `completed` with its result, or `completed` with the `DECLINED` or `APPROVAL_EXPIRED` answer. A retry while it waits is the same task, on any worker |
+//! | speaks MCP 2026-07-28 and declared form elicitation | answers with an `InputRequiredResult` holding the question under [`APPROVAL_INPUT`]; the client asks its user and calls again with the answer (rmcp's `call_tool` does both rounds), which decides, and that call runs the action or answers `DECLINED` |
+//! | an earlier MCP, declared form elicitation | sends `elicitation/create` during the call and waits for the answer; then runs the action or answers `DECLINED` |
+//! | none of these | `APPROVAL_REQUIRED`; a person decides out of band (`idem approve`, `idem::approval::approve`) and the model calls again |
+//!
+//! The user sees the tool, the request's text and exactly what will be approved (the
+//! compared fields and the key). Accept approves; decline and cancel decline. The decision
+//! is recorded as made by [`DECIDED_IN_THE_CLIENT`], like any other, so every later call, on
+//! any worker, follows it; a request nobody decides expires after the tool's `approval_ttl`. A
+//! task waiting for approval whose worker stopped after the approval but before the run
+//! reads `failed` one `lease` after the decision, saying that calling the tool again runs
+//! the approved action (it does, once). `examples/remote_mcp`'s `refund` asks above 500
+//! EUR, and `tests/remote_mcp.rs` answers its task through another worker.
 //!
 //! # Remote MCP servers
 //!
