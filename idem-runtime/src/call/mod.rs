@@ -31,6 +31,7 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
 pub use approval::ApprovalPolicy;
+#[cfg(feature = "rmcp")]
 pub(crate) use approval::{declined as approval_declined, expired as approval_expired};
 use blocking::with_blocking;
 use drive::drive;
