@@ -97,6 +97,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         keep_errors: None,
         reconcile: None,
         approval: None,
+        budget: None,
         approval_text: None,
         approval_ttl: None,
         on_approval_request: None,

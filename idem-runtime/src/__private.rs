@@ -3,7 +3,7 @@
 pub use crate::__idem_instruments as instruments;
 pub use crate::approval::DEFAULT_APPROVAL_TTL;
 pub use crate::call::{
-    ApprovalPolicy, AsyncAnswer, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving,
+    ApprovalPolicy, AsyncAnswer, BudgetPolicy, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Release, Serving,
     SyncAnswer, TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
@@ -15,6 +15,17 @@ pub use crate::observe::{Instruments, SpanCallsite};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
 pub use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
+
+/// The budget of `budget = PATH`, checked where the user wrote it: a sum budget must add up
+/// one of the tool's compared fields. Evaluated in a `const`, so a mismatch does not
+/// compile.
+pub const fn budget_of(budget: &'static crate::budget::Budget, compare: &[&str]) -> &'static crate::budget::Budget {
+    assert!(
+        crate::budget::sums_a_compared_field(budget, compare),
+        "this budget adds up a field that is not in the tool's `compare = [...]`: add it there (a budget sums a compared field, so that a repeat with another amount is a CONFLICT, not a second charge)"
+    );
+    budget
+}
 
 /// Checks an `approval = ...` condition's type where the user wrote it.
 #[inline(always)]

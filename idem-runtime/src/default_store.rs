@@ -172,6 +172,13 @@ impl Store for DefaultStore {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         default_store()?.reserve(request)
     }
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: crate::store::budget::Charge<'_>,
+    ) -> Result<Reservation, StoreError> {
+        default_store()?.reserve_charged(request, charge)
+    }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         default_store()?.take_over(id, expired, lease)
     }

@@ -45,11 +45,14 @@ pub enum ErrorCode {
     /// The action's approval request expired without a decision: nothing ran. The next
     /// call asks a person anew.
     ApprovalExpired,
+    /// The tool's budget (`budget = ...`) has no room for this run in its current window:
+    /// nothing ran. Calling again before the window resets answers the same.
+    BudgetExceeded,
 }
 
 impl ErrorCode {
     /// Every code, in a stable order.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         ErrorCode::InProgress,
         ErrorCode::Conflict,
         ErrorCode::OutcomeUnknown,
@@ -61,6 +64,7 @@ impl ErrorCode {
         ErrorCode::ApprovalRequired,
         ErrorCode::Declined,
         ErrorCode::ApprovalExpired,
+        ErrorCode::BudgetExceeded,
     ];
 
     /// The code serialized as `code`, e.g. `ErrorCode::parse("IN_PROGRESS")`; `None` for
@@ -83,6 +87,7 @@ impl ErrorCode {
             ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
             ErrorCode::Declined => "DECLINED",
             ErrorCode::ApprovalExpired => "APPROVAL_EXPIRED",
+            ErrorCode::BudgetExceeded => "BUDGET_EXCEEDED",
         }
     }
 
@@ -135,7 +140,28 @@ struct Details {
     differences: Vec<FieldDifference>,
     running: Option<Running>,
     approval: Option<Approval>,
+    budget: Option<OverBudget>,
 }
+
+/// For BUDGET_EXCEEDED: the budget window that had no room. Serialized in the error's body
+/// as `"budget": {"name", "used", "limit", "window_start_ms", "resets_at_ms"}`, amounts in
+/// the budget's units (runs, or the summed field's).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OverBudget {
+    /// The budget's name.
+    pub name: String,
+    /// What the window used so far.
+    pub used: f64,
+    /// What the window allows (with what operators raised it by).
+    pub limit: f64,
+    /// When the window started, in milliseconds since the Unix epoch, by the store's clock.
+    pub window_start_ms: i64,
+    /// When it ends and the next window starts with nothing used.
+    pub resets_at_ms: i64,
+}
+
+impl Eq for OverBudget {}
 
 /// For APPROVAL_REQUIRED, DECLINED and APPROVAL_EXPIRED: the approval the answer is about.
 /// Serialized in the error's body as `"approval": {"namespace", "key", "text", "request",
@@ -207,6 +233,11 @@ impl Error {
         self
     }
 
+    pub(crate) fn with_budget(mut self, budget: OverBudget) -> Self {
+        self.details.get_or_insert_default().budget = Some(budget);
+        self
+    }
+
     pub(crate) fn with_approval(mut self, approval: Approval) -> Self {
         self.details.get_or_insert_default().approval = Some(approval);
         self
@@ -258,6 +289,11 @@ impl Error {
     /// and [`ApprovalExpired`](ErrorCode::ApprovalExpired): the approval it is about.
     pub fn approval(&self) -> Option<&Approval> {
         self.details.as_ref()?.approval.as_ref()
+    }
+
+    /// For [`BudgetExceeded`](ErrorCode::BudgetExceeded): the window that had no room.
+    pub fn budget(&self) -> Option<&OverBudget> {
+        self.details.as_ref()?.budget.as_ref()
     }
 
     /// The error as the JSON value `{"error": {...}}`.

@@ -10,6 +10,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod approval;
+pub mod budget;
 mod call;
 mod canonical;
 mod compare;
@@ -36,6 +37,7 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
+pub use budget::Budget;
 pub use call::{Abandoned, Reconciled, cancel_requested, current_key, progress};
 pub use default_store::{default_store, default_store_path, set_default_store_path};
 pub use error::{Error, ErrorCode};

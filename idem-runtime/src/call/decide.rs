@@ -43,6 +43,9 @@ pub(crate) fn decide(
     let record = match reserved {
         Ok(Reservation::Acquired { token }) => return Step::Run(token),
         Ok(Reservation::Existing(record)) => record,
+        Ok(Reservation::OverBudget(window)) => {
+            return Step::Answer(Outcome::BudgetExceeded, Answer::Error(super::budget::exceeded(tool, key, &window)));
+        }
         Err(error) => {
             let (outcome, error) = store_failed(tool, key, &error);
             return Step::Answer(outcome, Answer::Error(error));

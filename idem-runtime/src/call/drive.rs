@@ -24,7 +24,7 @@ use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
 use super::serving::front_end;
-use super::{Call, Tool};
+use super::{BudgetPolicy, Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
 pub(crate) struct Ran<O> {
@@ -69,15 +69,21 @@ where
         (Err(error), _) => return invalid(None, error),
         (Ok(key), Err(error)) => return invalid(Some(key), error),
     };
+    // What a budget would charge, checked before anything is asked or reserved.
+    let amount = match tool.budget.map(|policy| super::budget::amount(tool, policy.budget, &request)) {
+        Some(Err(error)) => return invalid(Some(key), error),
+        Some(Ok(amount)) => amount,
+        None => 0,
+    };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let mut approved = None;
-    let reserved = match tool.approval {
-        None => store.reserve(Reserve { id, request: &request, lease: tool.lease }).await,
+    let mut reserved = match tool.approval {
+        None => reserve(tool, store, (&key, &request), amount, false).await,
         Some(asking) => match approval_gate(tool, asking, (&key, &request), asks.as_deref(), store).await {
             Gate::Record(record) => Ok(Reservation::Existing(record)),
             Gate::Open(decision) => {
                 approved = decision;
-                store.reserve(Reserve { id, request: &request, lease: tool.lease }).await
+                reserve(tool, store, (&key, &request), amount, approved.is_some()).await
             }
             Gate::Answer(outcome, error) => {
                 watch.reserved();
@@ -85,10 +91,34 @@ where
             }
         },
     };
+    // `over_budget = approval`: no room in the budget asks a person instead; once approved,
+    // the call runs past the limit.
+    if let (Ok(Reservation::OverBudget(window)), Some(asking), Some(BudgetPolicy { over_budget_asks: true, .. })) =
+        (&reserved, tool.approval, tool.budget)
+    {
+        let text = super::budget::over_budget_text(asks.as_deref(), tool, &key, window);
+        reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), store).await {
+            Gate::Record(record) => Ok(Reservation::Existing(record)),
+            Gate::Open(decision) => {
+                approved = decision;
+                reserve(tool, store, (&key, &request), amount, true).await
+            }
+            Gate::Answer(outcome, error) => {
+                watch.reserved();
+                return answered(tool, key, outcome, Answer::Error(error), policy, Phase::Reserve);
+            }
+        };
+    }
+    if matches!(reserved, Ok(Reservation::OverBudget(_))) {
+        notify(tool.subject(), &key, Phase::Reserve, Happened::BudgetExceeded);
+    }
     let token = match decide(tool, &key, &request, reserved, H::PRESENT) {
         Step::Run(token) => {
             if approved.is_some() {
                 notify(tool.subject(), &key, Phase::Reserve, Happened::Approved);
+            }
+            if tool.budget.is_some() {
+                notify(tool.subject(), &key, Phase::Reserve, Happened::BudgetSpent);
             }
             token
         }
@@ -145,10 +175,36 @@ where
             notify(tool.subject(), &key, Phase::Settle, Happened::Abandoned(AbandonedBy::UnrecordableResult));
             kept_abandoned(tool, &key, store.abandon(id, token).await)
         }
-        None => released(tool, &key, store.release(id, token).await),
+        None => {
+            let result = store.release(id, token).await;
+            if result.is_ok() && tool.budget.is_some() {
+                notify(tool.subject(), &key, Phase::Settle, Happened::BudgetRefunded);
+            }
+            released(tool, &key, result)
+        }
     };
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
+}
+
+/// Reserves the call's key, charging `amount` to the tool's budget if it has one (past its
+/// limit when a person approved the action and `over_budget = approval`).
+async fn reserve<S: Driven>(
+    tool: &'static Tool,
+    store: &S,
+    (key, request): (&Key, &str),
+    amount: i64,
+    approved: bool,
+) -> Result<Reservation, StoreError> {
+    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
+    let reserve = Reserve { id, request, lease: tool.lease };
+    match tool.budget {
+        None => store.reserve(reserve).await,
+        Some(policy) => {
+            let past_limit = approved && policy.over_budget_asks;
+            store.reserve_charged(reserve, super::budget::charge(tool, policy.budget, key, amount, past_limit)).await
+        }
+    }
 }
 
 /// The approval gate; a front end may ask the person in band when it answers

@@ -7,6 +7,7 @@ pub(crate) use crate::store::ready_now;
 use std::time::Duration;
 
 use crate::key::Key;
+use crate::store::budget::Charge;
 use crate::store::{AsyncStore, Completion, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 use super::Tool;
@@ -17,6 +18,11 @@ use super::renewer::Registration;
 pub(crate) trait Driven {
     fn reserve<'a>(&'a self, request: Reserve<'a>)
     -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a;
+    fn reserve_charged<'a>(
+        &'a self,
+        request: Reserve<'a>,
+        charge: Charge<'a>,
+    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a;
     fn take_over<'a>(
         &'a self,
         id: RecordId<'a>,
@@ -91,6 +97,14 @@ macro_rules! driven {
                 request: Reserve<'a>,
             ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a {
                 let $returned = $store::reserve(self.store, request);
+                $wrap
+            }
+            fn reserve_charged<'a>(
+                &'a self,
+                request: Reserve<'a>,
+                charge: Charge<'a>,
+            ) -> impl Future<Output = Result<Reservation, StoreError>> + Send + 'a {
+                let $returned = $store::reserve_charged(self.store, request, charge);
                 $wrap
             }
             fn take_over<'a>(

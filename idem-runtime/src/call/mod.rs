@@ -7,6 +7,7 @@
 pub(crate) mod answers;
 mod approval;
 mod blocking;
+mod budget;
 pub(crate) mod cancel;
 mod decide;
 mod drive;
@@ -31,6 +32,7 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
 pub use approval::ApprovalPolicy;
+pub use budget::BudgetPolicy;
 #[cfg(feature = "rmcp")]
 pub(crate) use approval::{declined as approval_declined, expired as approval_expired};
 use blocking::with_blocking;
@@ -87,6 +89,8 @@ pub struct Tool {
     pub timeout: Option<Duration>,
     /// `approval = ...`: how the tool asks a person, if it does.
     pub approval: Option<&'static ApprovalPolicy>,
+    /// `budget = ...`: what its fresh runs are charged to, if anything.
+    pub budget: Option<&'static BudgetPolicy>,
     /// Its counters and span (see `__idem_instruments!`).
     pub instruments: Instruments,
     /// Whether this tool may use its namespace, once checked.

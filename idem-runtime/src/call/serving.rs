@@ -146,6 +146,7 @@ mod tests {
         site: "call/serving.rs",
         serving: Some(&TOLD),
         approval: None,
+        budget: None,
         instruments: crate::__idem_instruments!("served"),
         claim: crate::call::Claim::new(),
         ..SENSOR

@@ -7,7 +7,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 use serde_json::Value;
 
-use super::{Approval, Error, ErrorCode, Running};
+use super::{Approval, Error, ErrorCode, OverBudget, Running};
 use crate::difference::{ABSENT, FieldDifference};
 
 impl Serialize for ErrorCode {
@@ -53,7 +53,12 @@ impl Serialize for Body<'_> {
         let running_fields =
             running.map_or(0, |r| 1 + usize::from(r.since_ms.is_some()) + usize::from(r.progress.is_some()));
         let approval = error.approval();
-        let fields = 4 + usize::from(with_differences) + running_fields + usize::from(approval.is_some());
+        let budget = error.budget();
+        let fields = 4
+            + usize::from(with_differences)
+            + running_fields
+            + usize::from(approval.is_some())
+            + usize::from(budget.is_some());
         let mut body = serializer.serialize_struct("Error", fields)?;
         body.serialize_field("code", &error.code)?;
         body.serialize_field("message", &error.message)?;
@@ -77,6 +82,10 @@ impl Serialize for Body<'_> {
         match approval {
             Some(approval) => body.serialize_field("approval", &ApprovalWire(approval))?,
             None => body.skip_field("approval")?,
+        }
+        match budget {
+            Some(budget) => body.serialize_field("budget", &BudgetWire(budget))?,
+            None => body.skip_field("budget")?,
         }
         body.end()
     }
@@ -115,6 +124,38 @@ impl Serialize for ApprovalWire<'_> {
             map.serialize_entry("note", note)?;
         }
         map.end()
+    }
+}
+
+/// An [`OverBudget`] as it is serialized.
+struct BudgetWire<'a>(&'a OverBudget);
+
+impl Serialize for BudgetWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let b = self.0;
+        let mut map = serializer.serialize_map(Some(5))?;
+        map.serialize_entry("name", &b.name)?;
+        map.serialize_entry("used", &b.used)?;
+        map.serialize_entry("limit", &b.limit)?;
+        map.serialize_entry("window_start_ms", &b.window_start_ms)?;
+        map.serialize_entry("resets_at_ms", &b.resets_at_ms)?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for OverBudget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let missing = |field: &'static str| de::Error::missing_field(field);
+        let number = |field: &'static str| value.get(field).and_then(Value::as_f64).ok_or_else(|| missing(field));
+        let time = |field: &'static str| value.get(field).and_then(Value::as_i64).ok_or_else(|| missing(field));
+        Ok(OverBudget {
+            name: value.get("name").and_then(Value::as_str).ok_or_else(|| missing("name"))?.to_owned(),
+            used: number("used")?,
+            limit: number("limit")?,
+            window_start_ms: time("window_start_ms")?,
+            resets_at_ms: time("resets_at_ms")?,
+        })
     }
 }
 
@@ -210,6 +251,7 @@ impl<'de> Visitor<'de> for BodySeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Error, A::Error> {
         let (mut code, mut message, mut suggestion, mut differences) = (None, None, None, None);
         let (mut retry_after_ms, mut since_ms, mut progress, mut approval) = (None, None, None, None);
+        let mut budget = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "code" => code = Some(map.next_value::<ErrorCode>()?),
@@ -220,6 +262,7 @@ impl<'de> Visitor<'de> for BodySeed {
                 "since_ms" => since_ms = map.next_value::<Option<i64>>()?,
                 "progress" => progress = map.next_value::<Option<String>>()?,
                 "approval" => approval = map.next_value::<Option<Approval>>()?,
+                "budget" => budget = map.next_value::<Option<OverBudget>>()?,
                 // `retryable` follows from the code; unknown fields are a newer idem's.
                 _ => drop(map.next_value::<IgnoredAny>()?),
             }
@@ -237,6 +280,9 @@ impl<'de> Visitor<'de> for BodySeed {
         }
         if let Some(approval) = approval {
             error = error.with_approval(approval);
+        }
+        if let Some(budget) = budget {
+            error = error.with_budget(budget);
         }
         Ok(error)
     }

@@ -123,6 +123,7 @@ impl<St> Shared<St> {
                 retain: settings.retain,
                 serving: None,
                 approval: None,
+                budget: None,
                 timeout: None,
                 instruments: Instruments::new(SpanCallsite::Runtime(NamedAtRuntime::leak(name))),
                 claim: Claim::new(),

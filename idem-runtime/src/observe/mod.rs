@@ -130,11 +130,13 @@ pub enum Outcome {
     Declined,
     /// The action's approval request expired without a decision: APPROVAL_EXPIRED.
     ApprovalExpired,
+    /// The tool's budget had no room in its window: BUDGET_EXCEEDED. Nothing ran.
+    BudgetExceeded,
 }
 
 impl Outcome {
     /// Every outcome, in a stable order.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 17] = [
         Outcome::Fresh,
         Outcome::Released,
         Outcome::Unrecorded,
@@ -151,6 +153,7 @@ impl Outcome {
         Outcome::ApprovalRequired,
         Outcome::Declined,
         Outcome::ApprovalExpired,
+        Outcome::BudgetExceeded,
     ];
 
     /// The outcome's name in events, e.g. `"replayed"`.
@@ -172,6 +175,7 @@ impl Outcome {
             Outcome::ApprovalRequired => "approval_required",
             Outcome::Declined => "declined",
             Outcome::ApprovalExpired => "approval_expired",
+            Outcome::BudgetExceeded => "budget_exceeded",
         }
     }
 

@@ -89,6 +89,12 @@ pub enum Happened {
     /// This call found the action's approval request expired without a decision, and
     /// answered APPROVAL_EXPIRED: once per request.
     ApprovalExpired,
+    /// This call's reservation was charged to its tool's budget: it runs the action.
+    BudgetSpent,
+    /// This call's body failed and released its key: its charge went back to the budget.
+    BudgetRefunded,
+    /// The tool's budget had no room: this call answered BUDGET_EXCEEDED.
+    BudgetExceeded,
 }
 
 /// One lifecycle event of an idempotent call.

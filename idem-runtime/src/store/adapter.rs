@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::budget::Charge;
 use super::{
     AsyncStore, BoxFuture, Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token,
 };
@@ -69,6 +70,9 @@ impl<S: Store> Store for FromSync<S> {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         self.0.reserve(request)
     }
+    fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        self.0.reserve_charged(request, charge)
+    }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         self.0.take_over(id, expired, lease)
     }
@@ -115,6 +119,14 @@ macro_rules! async_store_from_sync {
             ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
                 let $this = self;
                 Box::pin(::std::future::ready($crate::store::Store::reserve($sync, request)))
+            }
+            fn reserve_charged<'a>(
+                &'a self,
+                request: $crate::store::Reserve<'a>,
+                charge: $crate::store::budget::Charge<'a>,
+            ) -> $crate::store::BoxFuture<'a, Result<$crate::store::Reservation, $crate::store::StoreError>> {
+                let $this = self;
+                Box::pin(::std::future::ready($crate::store::Store::reserve_charged($sync, request, charge)))
             }
             fn take_over<'a>(
                 &'a self,
@@ -180,6 +192,9 @@ macro_rules! forward_through_pointer {
             fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
                 (**self).reserve(request)
             }
+            fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+                (**self).reserve_charged(request, charge)
+            }
             fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
                 (**self).take_over(id, expired, lease)
             }
@@ -212,6 +227,13 @@ macro_rules! forward_through_pointer {
         impl<S: AsyncStore + ?Sized> AsyncStore for $ptr {
             fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
                 (**self).reserve(request)
+            }
+            fn reserve_charged<'a>(
+                &'a self,
+                request: Reserve<'a>,
+                charge: Charge<'a>,
+            ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+                (**self).reserve_charged(request, charge)
             }
             fn take_over<'a>(
                 &'a self,

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::budget::{Adjustment, BudgetQuery, BudgetWindow};
 use super::{Record, RecordId, RecordState, Store, StoreError};
 
 /// Which records [`Admin::list`] returns, by state. Non-exhaustive: it gains a filter with
@@ -156,6 +157,16 @@ pub trait Admin: Store {
     /// tool's `reconcile` hook or answers OUTCOME_UNKNOWN. Undoes a wrong `resolve_done`.
     /// [`StoreError::Fenced`] when the record is not settled.
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError>;
+
+    /// The budget windows `query` selects, newest first (by start, then budget and scope).
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError>;
+
+    /// Raises one window's limit or resets its use, recording who, when and why (the
+    /// window's [`adjusted`](BudgetWindow::adjusted)); returns the window as it now stands.
+    /// [`StoreError::Fenced`] when no such window was ever charged; [`StoreError::Refused`]
+    /// for an adjustment without `by` or `note`, or a raise of zero or less. Nothing changes
+    /// when it fails.
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError>;
 }
 
 /// Whether `query` selects the record under `key`, read at `now_ms` by the store's clock:

@@ -5,10 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::budget::{Adjustment, BudgetQuery, BudgetWindow, Charge};
 use super::{
     Admin, Completion, ListQuery, ListedRecord, Record, RecordId, RecordState, Renew, Reservation, Reserve, StateCount,
     Store, StoreError, Token, duration_ms, now_ms,
 };
+
+mod budgets;
+
+use budgets::{Budgets, Charged};
 
 /// The next fencing token, shared by every `MemoryStore` in the process, so tokens only
 /// grow even when a key is released and reserved again, or moved between stores in tests.
@@ -30,22 +35,32 @@ pub struct MemoryStore {
 /// Records by namespace, then by key, so that a lookup borrows the caller's strings
 /// instead of building an owned key: only a new record copies them.
 #[derive(Debug, Default)]
-struct Records(HashMap<String, HashMap<String, Entry>>);
+struct Records {
+    keys: HashMap<String, HashMap<String, Entry>>,
+    budgets: Budgets,
+}
 
 impl Records {
     fn get(&self, id: RecordId<'_>) -> Option<&Entry> {
-        self.0.get(id.namespace)?.get(id.key)
+        self.keys.get(id.namespace)?.get(id.key)
     }
 
     fn get_mut(&mut self, id: RecordId<'_>) -> Option<&mut Entry> {
-        self.0.get_mut(id.namespace)?.get_mut(id.key)
+        self.keys.get_mut(id.namespace)?.get_mut(id.key)
+    }
+
+    /// Removes an in-progress record whose action did not happen, refunding its charge.
+    fn remove_refunding(&mut self, id: RecordId<'_>) {
+        if let Some(Entry { charged: Some(charged), .. }) = self.remove(id) {
+            self.budgets.refund(&charged);
+        }
     }
 
     fn remove(&mut self, id: RecordId<'_>) -> Option<Entry> {
-        let keys = self.0.get_mut(id.namespace)?;
+        let keys = self.keys.get_mut(id.namespace)?;
         let removed = keys.remove(id.key);
         if keys.is_empty() {
-            self.0.remove(id.namespace);
+            self.keys.remove(id.namespace);
         }
         removed
     }
@@ -60,6 +75,8 @@ struct Entry {
     retain_until_ms: Option<i64>,
     progress: Option<String>,
     state: State,
+    /// What its reservation charged a budget, refunded if it is released.
+    charged: Option<Charged>,
 }
 
 #[derive(Debug)]
@@ -124,12 +141,12 @@ impl Store for MemoryStore {
         let mut records = self.lock();
         let now = now_ms();
         let RecordId { namespace, key } = request.id;
-        let keys = match records.0.get_mut(namespace) {
+        let keys = match records.keys.get_mut(namespace) {
             Some(keys) => match keys.get(key) {
                 Some(existing) => return existing.to_record(request.id, now).map(Reservation::Existing),
                 None => keys,
             },
-            None => records.0.entry(namespace.to_owned()).or_default(),
+            None => records.keys.entry(namespace.to_owned()).or_default(),
         };
         let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
         let entry = Entry {
@@ -140,8 +157,35 @@ impl Store for MemoryStore {
             retain_until_ms: None,
             progress: None,
             state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
+            charged: None,
         };
         keys.insert(key.to_owned(), entry);
+        Ok(Reservation::Acquired { token })
+    }
+
+    fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        if let Some(existing) = records.get(request.id) {
+            return existing.to_record(request.id, now).map(Reservation::Existing);
+        }
+        let charged = match records.budgets.charge(&charge, now) {
+            Ok(charged) => charged,
+            Err(window) => return Ok(Reservation::OverBudget(window)),
+        };
+        let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+        let entry = Entry {
+            token,
+            request: request.request.to_owned(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            retain_until_ms: None,
+            progress: None,
+            state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
+            charged: Some(charged),
+        };
+        let keys = records.keys.entry(request.id.namespace.to_owned()).or_default();
+        keys.insert(request.id.key.to_owned(), entry);
         Ok(Reservation::Acquired { token })
     }
 
@@ -207,7 +251,7 @@ impl Store for MemoryStore {
         if !records.get(id).is_some_and(|entry| entry.held_by(token)) {
             return Err(StoreError::Fenced);
         }
-        records.remove(id);
+        records.remove_refunding(id);
         Ok(())
     }
 
@@ -221,7 +265,7 @@ impl Store for MemoryStore {
         let mut records = self.lock();
         let now = now_ms();
         let doomed: Vec<(String, String)> = records
-            .0
+            .keys
             .iter()
             .flat_map(|(namespace, keys)| keys.iter().map(move |(key, entry)| (namespace, key, entry)))
             .filter(|(_, _, entry)| entry.retain_until_ms.is_some_and(|until| until <= now))
@@ -231,6 +275,7 @@ impl Store for MemoryStore {
         for (namespace, key) in &doomed {
             records.remove(RecordId { namespace, key });
         }
+        records.budgets.purge(now);
         Ok(doomed.len())
     }
 }
@@ -243,7 +288,7 @@ impl MemoryStore {
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
         let mut records = self.lock();
-        let keys = records.0.entry(id.namespace.to_owned()).or_default();
+        let keys = records.keys.entry(id.namespace.to_owned()).or_default();
         let now = now_ms();
         let entry = Entry {
             token: Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)),
@@ -253,6 +298,7 @@ impl MemoryStore {
             retain_until_ms: None,
             progress: None,
             state: State::Unknown(state.to_owned()),
+            charged: None,
         };
         keys.insert(id.key.to_owned(), entry);
         Ok(())
@@ -269,7 +315,7 @@ impl Admin for MemoryStore {
         let records = self.lock();
         let now = now_ms();
         let mut listed = Vec::new();
-        for (namespace, keys) in &records.0 {
+        for (namespace, keys) in &records.keys {
             if query.namespace.is_some_and(|wanted| wanted != namespace) {
                 continue;
             }
@@ -295,7 +341,7 @@ impl Admin for MemoryStore {
         let records = self.lock();
         let now = now_ms();
         let mut counts: std::collections::BTreeMap<(String, String), (u64, i64)> = Default::default();
-        for (namespace, keys) in &records.0 {
+        for (namespace, keys) in &records.keys {
             for entry in keys.values() {
                 let state = match &entry.state {
                     State::InProgress { lease_until_ms } if *lease_until_ms <= now => "abandoned",
@@ -332,7 +378,7 @@ impl Admin for MemoryStore {
         let mut records = self.lock();
         match records.get(id) {
             Some(entry) if matches!(entry.state, State::InProgress { .. }) => {
-                records.remove(id);
+                records.remove_refunding(id);
                 Ok(())
             }
             _ => Err(StoreError::Fenced),
@@ -351,6 +397,14 @@ impl Admin for MemoryStore {
             }
             _ => Err(StoreError::Fenced),
         }
+    }
+
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
+        Ok(self.lock().budgets.list(query, now_ms()))
+    }
+
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
+        self.lock().budgets.adjust(adjustment, now_ms())
     }
 }
 

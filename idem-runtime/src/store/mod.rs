@@ -172,6 +172,7 @@
 
 mod adapter;
 mod admin;
+pub mod budget;
 mod defaults;
 mod failure;
 mod memory;
@@ -309,6 +310,9 @@ pub enum Reservation {
     },
     /// A record for the key exists already.
     Existing(Record),
+    /// No record exists, but the charge would take its budget window past its limit: no
+    /// record was made and nothing was charged ([`Store::reserve_charged`] only).
+    OverBudget(budget::BudgetWindow),
 }
 
 /// A stored record.
@@ -410,6 +414,9 @@ pub enum StoreError {
     Locked,
     /// The backend failed: I/O, driver, lock timeout, unreachable server.
     Backend(Box<dyn std::error::Error + Send + Sync>),
+    /// An operator's operation was refused for what it asked (the message says why), such
+    /// as a budget adjustment without a note. Nothing changed.
+    Refused(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -419,6 +426,7 @@ impl std::fmt::Display for StoreError {
             StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
             StoreError::Locked => f.write_str("the record is locked by a transaction that has not committed yet"),
             StoreError::Backend(error) => write!(f, "store failed: {error}"),
+            StoreError::Refused(why) => write!(f, "refused: {why}"),
         }
     }
 }
@@ -447,6 +455,21 @@ pub trait Store: Send + Sync {
     /// record that exists already. An in-progress record whose lease has ended is returned
     /// as it is (with `lease_expired: true`), never taken over silently.
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError>;
+
+    /// [`reserve`](Store::reserve) for a tool with a budget: when it creates the record, it
+    /// charges `charge` to the budget's current window (by the store's clock) in the same
+    /// atomic write, and the record remembers its charge. It makes no record and charges
+    /// nothing ([`Reservation::OverBudget`], with the window) when the charge would take the
+    /// window's use past its limit (plus what operators raised it by), unless
+    /// `charge.past_limit`. A record that exists is returned as `reserve` returns it, and
+    /// nothing is charged. Of concurrent calls, the charges that pass are exactly those that
+    /// fit: the check and the charge are one step.
+    ///
+    /// Later operations keep the charge ([`complete`](Store::complete),
+    /// [`take_over`](Store::take_over), [`abandon`](Store::abandon): an effect may have
+    /// happened), except [`release`](Store::release) and
+    /// [`Admin::resolve_release`], which refund it to the window it was charged to.
+    fn reserve_charged(&self, request: Reserve<'_>, charge: budget::Charge<'_>) -> Result<Reservation, StoreError>;
 
     /// Takes over an abandoned reservation to reconcile it: succeeds only while `expired`
     /// still holds the record and its lease has ended by the store's clock, and returns a
@@ -487,7 +510,8 @@ pub trait Store: Send + Sync {
 
     /// Deletes at most `limit` settled (completed or failed) records whose retention has
     /// ended by the store's clock, and returns how many it deleted. Never deletes
-    /// in-progress records, abandoned or not: their outcome is not known.
+    /// in-progress records, abandoned or not: their outcome is not known. Budget windows
+    /// that ended [`budget::WINDOWS_KEPT_MS`] ago or more go too (not counted).
     fn purge(&self, limit: usize) -> Result<usize, StoreError>;
 }
 
@@ -506,6 +530,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait AsyncStore: Send + Sync {
     /// See [`Store::reserve`].
     fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>>;
+    /// See [`Store::reserve_charged`].
+    fn reserve_charged<'a>(
+        &'a self,
+        request: Reserve<'a>,
+        charge: budget::Charge<'a>,
+    ) -> BoxFuture<'a, Result<Reservation, StoreError>>;
     /// See [`Store::take_over`].
     fn take_over<'a>(
         &'a self,

@@ -41,6 +41,7 @@ pub(crate) async fn put<S: AsyncStore + ?Sized>(
             Ok(Put::Written)
         }
         Reservation::Existing(record) => Ok(Put::Found(value_of(record.request, record.state))),
+        Reservation::OverBudget(_) => Err(StoreError::Corrupt("a reservation without a charge was over budget".into())),
     }
 }
 

@@ -155,6 +155,20 @@ impl Admin for PgStore {
         self.changed_one("resolve", &sql, &[&id.namespace, &id.key])
     }
 
+    fn budgets(
+        &self,
+        _query: &crate::store::budget::BudgetQuery<'_>,
+    ) -> Result<Vec<crate::store::budget::BudgetWindow>, StoreError> {
+        todo!("budgets")
+    }
+
+    fn adjust_budget(
+        &self,
+        _adjustment: &crate::store::budget::Adjustment<'_>,
+    ) -> Result<crate::store::budget::BudgetWindow, StoreError> {
+        todo!("budgets")
+    }
+
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
         let sql = format!(
             "UPDATE {} SET state = 'in_progress', token = nextval('{}.idem_tokens'), result = NULL, progress = NULL, \

@@ -188,6 +188,14 @@ impl AsyncStore for PgStore {
         Box::pin(self.operation("reserve", self.reserve_async(request)))
     }
 
+    fn reserve_charged<'a>(
+        &'a self,
+        _request: Reserve<'a>,
+        _charge: crate::store::budget::Charge<'a>,
+    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+        todo!("PostgreSQL budgets")
+    }
+
     fn take_over<'a>(
         &'a self,
         id: RecordId<'a>,
@@ -273,6 +281,14 @@ impl AsyncStore for PgStore {
 /// The sync entry, for sync tools: each call blocks the calling thread until the server
 /// answers. It never needs the caller's async runtime, so it is safe inside one too.
 impl Store for PgStore {
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: crate::store::budget::Charge<'_>,
+    ) -> Result<Reservation, StoreError> {
+        block_on(AsyncStore::reserve_charged(self, request, charge))
+    }
+
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         block_on(AsyncStore::reserve(self, request))
     }

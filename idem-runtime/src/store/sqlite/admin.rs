@@ -128,6 +128,20 @@ impl Admin for SqliteStore {
         self.execute_fenced("resolve", RELEASE_ANY, vec![text(id.namespace), text(id.key)])
     }
 
+    fn budgets(
+        &self,
+        _query: &crate::store::budget::BudgetQuery<'_>,
+    ) -> Result<Vec<crate::store::budget::BudgetWindow>, StoreError> {
+        todo!("budgets")
+    }
+
+    fn adjust_budget(
+        &self,
+        _adjustment: &crate::store::budget::Adjustment<'_>,
+    ) -> Result<crate::store::budget::BudgetWindow, StoreError> {
+        todo!("budgets")
+    }
+
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
         // A new token is a new row (tokens are row ids), as in a take-over: the record is
         // deleted and written again, in progress with its lease ended now.

@@ -280,6 +280,14 @@ impl Store for SqliteStore {
         })
     }
 
+    fn reserve_charged(
+        &self,
+        _request: Reserve<'_>,
+        _charge: crate::store::budget::Charge<'_>,
+    ) -> Result<Reservation, StoreError> {
+        todo!("SQLite budgets")
+    }
+
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         let expired = i64::try_from(expired.0).map_err(|_| StoreError::Fenced)?;
         self.with_write("take over", |conn| {

@@ -78,9 +78,7 @@ fn acquire(store: &impl Store, id: RecordId<'_>, request: &str) -> Token {
 fn acquire_for(store: &impl Store, id: RecordId<'_>, request: &str, lease: Duration) -> Token {
     match reserve(store, id, request, lease) {
         Reservation::Acquired { token } => token,
-        Reservation::Existing(record) => {
-            panic!("reserve of new {id:?} must acquire it, found existing {record:?}")
-        }
+        other => panic!("reserve of new {id:?} must acquire it, found {other:?}"),
     }
 }
 
@@ -91,9 +89,7 @@ fn existing(store: &impl Store, id: RecordId<'_>, request: &str) -> Record {
             assert_eq!(read.as_ref(), Some(&record), "read of {id:?} must match what reserve found");
             record
         }
-        Reservation::Acquired { token } => {
-            panic!("reserve of {id:?} must find the existing record, acquired {token:?} instead")
-        }
+        other => panic!("reserve of {id:?} must find the existing record, got {other:?} instead"),
     }
 }
 

@@ -52,7 +52,7 @@ pub fn check_exclusive_reserve<S: Store>(stores: &[S]) {
             .iter()
             .filter_map(|r| match r {
                 Reservation::Acquired { token } => Some(*token),
-                Reservation::Existing(_) => None,
+                _ => None,
             })
             .collect();
         let [token] = acquired[..] else {

@@ -28,6 +28,13 @@ impl<S: crate::store::AsyncStore> Store for ThroughAsync<S> {
     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         block_on(self.0.reserve(request))
     }
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: crate::store::budget::Charge<'_>,
+    ) -> Result<Reservation, StoreError> {
+        block_on(self.0.reserve_charged(request, charge))
+    }
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
         block_on(self.0.take_over(id, expired, lease))
     }

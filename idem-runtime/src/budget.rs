@@ -1,0 +1,159 @@
+//! Irreversible-action budgets: at most so many fresh runs (or so much of a compared
+//! amount) per window, per scope, counted by the store in the same write as the
+//! reservation.
+//!
+//! ```
+//! use idem_runtime::budget::Budget;
+//!
+//! /// At most 20 refunds per tenant per day, and at most 5,000 (of the compared field
+//! /// `amount`) refunded.
+//! static REFUNDS: Budget = Budget::count("refunds", 20).per_day();
+//! static REFUNDED: Budget = Budget::sum_of("refunded", "amount", 5_000.0).per_day();
+//! assert_eq!((REFUNDS.limit(), REFUNDED.field()), (20.0, Some("amount")));
+//! ```
+//!
+//! What each call answers is the table under *Budgets* in the crate's docs; how a store
+//! keeps the windows is [`store::budget`](crate::store::budget).
+
+use std::time::Duration;
+
+use crate::store::budget::UNIT;
+
+/// A budget of fresh runs, shared by every tool that names it in `budget = ...`.
+///
+/// Made in a `static` with [`Budget::count`] or [`Budget::sum_of`] and a window
+/// ([`Limited::per_minute`], [`per_hour`](Limited::per_hour), [`per_day`](Limited::per_day),
+/// [`per`](Limited::per)). Its name is its identity in the store: two tools whose budgets
+/// have one name share one count (give them the same `static`), and a budget renamed
+/// starts from zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    name: &'static str,
+    kind: Kind,
+    window_ms: i64,
+}
+
+/// A budget's limit before its window is chosen: see [`Budget`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[must_use = "a budget needs a window: .per_minute(), .per_hour(), .per_day() or .per(duration)"]
+pub struct Limited {
+    name: &'static str,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// At most this many fresh runs.
+    Count(u64),
+    /// At most this much of a compared field, in millionths.
+    Sum { field: &'static str, max: i64 },
+}
+
+impl Budget {
+    /// At most `runs` fresh runs per window.
+    pub const fn count(name: &'static str, runs: u64) -> Limited {
+        assert!(!name.is_empty(), "a budget needs a name: it is its identity in the store");
+        assert!(runs <= (i64::MAX / UNIT) as u64, "a count budget holds at most 9,223,372,036,854 runs");
+        Limited { name, kind: Kind::Count(runs) }
+    }
+
+    /// At most `max` of the compared field `field` (its value in each call, e.g. `amount`)
+    /// per window, summed over fresh runs. `field` must be one of the tool's `compare`
+    /// fields, as the model sends it (`amount` also for `req.amount`); a tool whose
+    /// `compare` lacks it does not compile.
+    pub const fn sum_of(name: &'static str, field: &'static str, max: f64) -> Limited {
+        assert!(!name.is_empty(), "a budget needs a name: it is its identity in the store");
+        assert!(max >= 0.0 && max <= 9.0e12, "a sum budget's max is a number from 0 to 9e12");
+        Limited { name, kind: Kind::Sum { field, max: (max * UNIT as f64) as i64 } }
+    }
+
+    /// The budget's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The compared field a sum budget adds up; `None` for a count budget.
+    pub const fn field(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::Count(_) => None,
+            Kind::Sum { field, .. } => Some(field),
+        }
+    }
+
+    /// The most a window allows: runs for a count budget, the field's total for a sum.
+    pub fn limit(&self) -> f64 {
+        self.limit_millionths() as f64 / UNIT as f64
+    }
+
+    /// How long a window lasts. Windows are fixed, not rolling: each starts at a whole
+    /// multiple of this since the Unix epoch, by the store's clock (a day's at 00:00 UTC).
+    pub const fn window(&self) -> Duration {
+        Duration::from_millis(self.window_ms as u64)
+    }
+
+    pub(crate) const fn limit_millionths(&self) -> i64 {
+        match self.kind {
+            Kind::Count(runs) => runs as i64 * UNIT,
+            Kind::Sum { max, .. } => max,
+        }
+    }
+
+    pub(crate) const fn window_ms(&self) -> i64 {
+        self.window_ms
+    }
+}
+
+impl Limited {
+    /// Windows of one minute.
+    pub const fn per_minute(self) -> Budget {
+        self.per(Duration::from_secs(60))
+    }
+
+    /// Windows of one hour.
+    pub const fn per_hour(self) -> Budget {
+        self.per(Duration::from_secs(3600))
+    }
+
+    /// Windows of one day, from 00:00 UTC.
+    pub const fn per_day(self) -> Budget {
+        self.per(Duration::from_secs(24 * 3600))
+    }
+
+    /// Windows of `window` (at least a millisecond), each starting at a whole multiple of
+    /// it since the Unix epoch.
+    pub const fn per(self, window: Duration) -> Budget {
+        let window_ms = window.as_millis();
+        assert!(window_ms >= 1, "a budget's window is at least a millisecond");
+        assert!(window_ms <= i64::MAX as u128 / 2, "a budget's window is at most 146 million years");
+        Budget { name: self.name, kind: self.kind, window_ms: window_ms as i64 }
+    }
+}
+
+/// Whether `compare` (a tool's compared fields, as the model sends them) holds the field a
+/// sum budget adds up: checked where the tool is compiled.
+pub(crate) const fn sums_a_compared_field(budget: &Budget, compare: &[&str]) -> bool {
+    let Some(field) = budget.field() else { return true };
+    let mut i = 0;
+    while i < compare.len() {
+        if const_eq(compare[i], field) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
