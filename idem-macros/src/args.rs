@@ -1,7 +1,8 @@
 //! Parsing the attribute's arguments: `key = "..."`, `compare = [a, b.c]`, `store = expr`, `scope = expr`,
 //! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
 //! `on_error = keep`, `reconcile = expr`, `approval = required | expr`, `approval_text = "..."`,
-//! `approval_ttl = "1d"`, `on_approval_request = path`, `crate = "my_idem"`.
+//! `approval_ttl = "1d"`, `on_approval_request = path`, `budget = PATH`, `over_budget = approval`,
+//! `crate = "my_idem"`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -10,7 +11,7 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, crate";
+const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, budget, over_budget, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 
 /// The parsed attribute, before validation.
@@ -39,6 +40,11 @@ pub(crate) struct Args {
     pub approval_ttl: Option<(u64, Span)>,
     /// `on_approval_request = path::to::fn`: called once per request made.
     pub on_approval_request: Option<Expr>,
+    /// `budget = PATH`: the `static` budget fresh runs are charged to.
+    pub budget: Option<syn::Path>,
+    /// `over_budget = approval`: a call the budget has no room for asks a person (the
+    /// token, where a misplaced one is reported).
+    pub over_budget: Option<Ident>,
     /// `crate = "my_idem"`: the path of the facade when the user's Cargo.toml renames it.
     pub krate: Option<syn::Path>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
@@ -98,6 +104,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         reconcile: None,
         approval: None,
         budget: None,
+        over_budget: None,
         approval_text: None,
         approval_ttl: None,
         on_approval_request: None,
@@ -150,6 +157,16 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
             "on_approval_request" => {
                 set_once(&meta, &mut args.on_approval_request, "on_approval_request", || meta.value()?.parse())
             }
+            "budget" => set_once(&meta, &mut args.budget, "budget", || {
+                meta.value()?.parse::<syn::Path>().map_err(|error| syn::Error::new(error.span(), BUDGET_HELP))
+            }),
+            "over_budget" => set_once(&meta, &mut args.over_budget, "over_budget", || {
+                let value: Ident = meta.value()?.parse().map_err(|e| syn::Error::new(e.span(), OVER_BUDGET_HELP))?;
+                match value.to_string().as_str() {
+                    "approval" => Ok(value),
+                    _ => Err(syn::Error::new(value.span(), OVER_BUDGET_HELP)),
+                }
+            }),
             "crate" => set_once(&meta, &mut args.krate, "crate", || {
                 let text = string(&meta, CRATE_HELP)?;
                 text.parse_with(syn::Path::parse_mod_style).map_err(|_| syn::Error::new(text.span(), CRATE_HELP))
@@ -213,6 +230,10 @@ fn set_once<T>(
     *slot = Some(parse()?);
     Ok(())
 }
+
+const BUDGET_HELP: &str = "`budget` takes the path of a `static` budget, e.g. budget = REFUNDS for `static REFUNDS: idem::Budget = idem::Budget::count(\"refunds\", 20).per_day();`";
+
+const OVER_BUDGET_HELP: &str = "`over_budget` takes `approval`: a call the budget has no room for asks a person instead of answering BUDGET_EXCEEDED (without `over_budget`, it answers BUDGET_EXCEEDED)";
 
 const CRATE_HELP: &str = "`crate` takes the name your Cargo.toml gives idem as a string literal, e.g. crate = \"my_idem\" for `my_idem = { package = \"idem-tools\", ... }`";
 

@@ -48,6 +48,7 @@ use crate::template::Piece;
 use crate::validate::Plan;
 
 mod approval;
+mod budget;
 mod record_id;
 mod status;
 mod task;
@@ -206,6 +207,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let approval = approval::policy(plan);
+    let budget = budget::policy(plan);
     quote! {
         static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
@@ -222,6 +224,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             serving: #serving,
             timeout: #timeout,
             approval: #approval,
+            budget: #budget,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
         };

@@ -6,6 +6,7 @@
 
 mod approval;
 mod args;
+mod budget;
 mod docs;
 mod errors;
 mod expand;

@@ -46,6 +46,8 @@ pub(crate) struct Plan {
     pub store_inputs: Vec<usize>,
     /// `approval = ...` and its companions, validated.
     pub approval: Option<crate::approval::ApprovalPlan>,
+    /// `budget = ...` and `over_budget = ...`, validated.
+    pub budget: Option<crate::budget::BudgetPlan>,
     /// Indices into the signature's inputs that the `scope` expression uses: what an rmcp
     /// tool's `tasks/get` extracts from its own request to learn the caller's scope.
     pub scope_inputs: Vec<usize>,
@@ -79,6 +81,7 @@ pub(crate) struct KeyField {
 pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
     let approval = crate::approval::validate(&mut args, item, &params::bindings(&item.sig), errors);
+    let budget = crate::budget::validate(&mut args, errors);
     if let Some(krate) = &args.krate {
         crate::krate::check(krate, errors);
     }
@@ -182,6 +185,7 @@ pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Op
     let (compare, compare_names) = model_named(compare, &bindings);
     errors.is_empty().then_some(Plan {
         approval,
+        budget,
         pieces,
         key_fields,
         compare,

@@ -78,7 +78,15 @@ pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
         }
     };
     let asking = Ident::new("asking", Span::call_site());
+    // A tool that asks when over budget (`over_budget = approval`) may ask on any call: its
+    // text is rendered for each.
+    let over_budget = plan.budget.as_ref().is_some_and(|budget| budget.over_budget_asks);
+    let describing = (over_budget && approval.text.is_some()).then(|| {
+        let describing = Ident::new("describing", Span::call_site());
+        quote!(let #call = #call.#describing(#text);)
+    });
     Some(quote! {
+        #describing
         let #call = if #condition { #call.#asking(#text) } else { #call };
     })
 }

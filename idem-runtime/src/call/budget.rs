@@ -99,9 +99,9 @@ pub(crate) fn exceeded(tool: &Tool, key: &Key, window: &BudgetWindow) -> Error {
     })
 }
 
-/// The text of the approval an over-budget call asks for.
-pub(crate) fn over_budget_text(asks: Option<&str>, tool: &Tool, key: &Key, window: &BudgetWindow) -> String {
-    let action = asks.map_or_else(|| format!("{} {key}", tool.name), str::to_owned);
+/// The text of the approval an over-budget call asks for: the action's, and the budget's
+/// state.
+pub(crate) fn over_budget_text(action: &str, window: &BudgetWindow) -> String {
     format!(
         "{action}, over the budget {} (used {} of {} until {})",
         window.budget,

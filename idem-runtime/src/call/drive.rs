@@ -63,7 +63,7 @@ where
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
-    let Call { tool, key, request, asks, started } = call;
+    let Call { tool, key, request, asks, described, started } = call;
     let (key, request) = match (key, request) {
         (Ok(key), Ok(request)) => (key, request),
         (Err(error), _) => return invalid(None, error),
@@ -96,7 +96,11 @@ where
     if let (Ok(Reservation::OverBudget(window)), Some(asking), Some(BudgetPolicy { over_budget_asks: true, .. })) =
         (&reserved, tool.approval, tool.budget)
     {
-        let text = super::budget::over_budget_text(asks.as_deref(), tool, &key, window);
+        let action = match asks.clone().or(described) {
+            Some(text) => text,
+            None => super::default_approval_text(tool, key.as_str(), &request),
+        };
+        let text = super::budget::over_budget_text(&action, window);
         reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), store).await {
             Gate::Record(record) => Ok(Reservation::Existing(record)),
             Gate::Open(decision) => {

@@ -113,6 +113,9 @@ pub struct Call {
     request: Result<String, Error>,
     /// What this call would ask a person to approve, when its `approval` condition holds.
     asks: Option<String>,
+    /// `approval_text` of a tool with `over_budget = approval`, rendered for this call: what
+    /// it asks when its budget has no room.
+    described: Option<String>,
     started: Instant,
 }
 
@@ -126,26 +129,38 @@ impl Call {
             key: claim(tool).and_then(|()| build_key(tool.name, tool.template, key_parts)),
             request: request_json(tool.name, tool.compare, compared),
             asks: None,
+            described: None,
             started,
         }
+    }
+
+    /// The call's `approval_text`, for a tool that asks when its budget has no room.
+    pub fn describing(mut self, text: Option<String>) -> Call {
+        self.described = text;
+        self
     }
 
     /// This call needs a person's approval (its `approval` condition holds), asking with
     /// `text`, or with the tool's summary, the key and the compared fields when `None`.
     pub fn asking(mut self, text: Option<String>) -> Call {
         let text = text.unwrap_or_else(|| {
-            let summary = self.tool.approval.map_or("", |policy| policy.summary);
             let key = self.key.as_ref().map_or("", |key| key.as_str());
-            let fields = self.request.as_deref().unwrap_or("{}");
-            match (summary.is_empty(), fields == "{}") {
-                (true, true) => format!("{} {key}", self.tool.name),
-                (true, false) => format!("{} {key} with {fields}", self.tool.name),
-                (false, true) => format!("{summary} ({key})"),
-                (false, false) => format!("{summary} ({key}, {fields})"),
-            }
+            default_approval_text(self.tool, key, self.request.as_deref().unwrap_or("{}"))
         });
         self.asks = Some(text);
         self
+    }
+}
+
+/// What a person is asked to approve when the tool gives no `approval_text`: its summary,
+/// the key and the compared fields.
+fn default_approval_text(tool: &Tool, key: &str, fields: &str) -> String {
+    let summary = tool.approval.map_or("", |policy| policy.summary);
+    match (summary.is_empty(), fields == "{}") {
+        (true, true) => format!("{} {key}", tool.name),
+        (true, false) => format!("{} {key} with {fields}", tool.name),
+        (false, true) => format!("{summary} ({key})"),
+        (false, false) => format!("{summary} ({key}, {fields})"),
     }
 }
 
