@@ -22,10 +22,10 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
     pub schema: String,
 
-    /// Print JSON instead of text: one object per record (list, show), count (count) or
-    /// approval request (approvals) per line, and {"purged": N, "batches": B} (purge).
-    /// resolve, reopen, approve and decline refuse it (a usage error): they show what they
-    /// change as text and ask before changing it.
+    /// Print JSON instead of text: one object per record (list, show), count (count),
+    /// approval request (approvals) or budget window (budgets) per line, and {"purged": N,
+    /// "batches": B} (purge). resolve, reopen, approve, decline, raise and reset refuse it
+    /// (a usage error): they show what they change as text and ask before changing it.
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -209,6 +209,95 @@ pub(crate) enum Command {
         #[arg(long, short)]
         yes: bool,
     },
+    /// List budget windows: how much each budget used, per scope and window, newest first.
+    ///
+    /// The budgets of tools with `budget = ...`: the budget's name, the scope (the 32 hex
+    /// digits and / that start a scoped tool's keys; `(unscoped)` for unscoped tools), the
+    /// window's start and end (UTC), what it used of what it allows, and the last
+    /// operator's change. Amounts are runs for a count budget, the summed field's units for
+    /// a sum. Then one line on stderr: `N budget window(s) in STORE`. Windows are kept for 7
+    /// days after they end.
+    Budgets {
+        /// Only this budget's windows (its name, as in Budget::count("refunds", 20)).
+        #[arg(long, value_name = "NAME")]
+        budget: Option<String>,
+        /// Only windows of this scope (tools with `scope = ...`: a tenant, a user).
+        #[arg(long)]
+        scope: Option<String>,
+        /// Only windows that have not ended.
+        #[arg(long)]
+        current: bool,
+    },
+    /// Raise one window's limit: its calls may use AMOUNT more until the window ends.
+    ///
+    /// The budget's current window for --scope (or for unscoped tools), or the one --window
+    /// names. Prints the window first and asks (unless --yes); records who, when, the change
+    /// and the note with the window (`budgets` shows them). The next window starts at the
+    /// limit in the code again. Refused, with nothing changed, when no such window exists.
+    Raise {
+        /// The budget's name, as `budgets` shows it.
+        budget: String,
+        /// How much more the window may use: runs for a count budget, units of the summed
+        /// field for a sum (above zero).
+        #[arg(value_parser = raise_amount)]
+        amount: f64,
+        /// The scope whose window it is (a tenant, a user), as the tool's `scope = ...` gives it.
+        #[arg(long)]
+        scope: Option<String>,
+        /// The window's start, as `budgets` prints it (2026-12-02T00:00:00.000Z), or in
+        /// milliseconds since the Unix epoch; default: the window in use now.
+        #[arg(long, value_name = "START")]
+        window: Option<String>,
+        /// Who raises it (recorded).
+        #[arg(long, value_name = "NAME", value_parser = named)]
+        by: String,
+        /// Why (recorded; required).
+        #[arg(long, value_name = "TEXT", value_parser = noted)]
+        note: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Reset one window's use to zero: its calls may use its whole limit again until it ends.
+    ///
+    /// As `raise`: the current window unless --window, printed first, asked (unless --yes),
+    /// recorded with who, when, what it had used and the note.
+    Reset {
+        /// The budget's name, as `budgets` shows it.
+        budget: String,
+        /// The scope whose window it is (a tenant, a user), as the tool's `scope = ...` gives it.
+        #[arg(long)]
+        scope: Option<String>,
+        /// The window's start, as `budgets` prints it, or in milliseconds since the Unix
+        /// epoch; default: the window in use now.
+        #[arg(long, value_name = "START")]
+        window: Option<String>,
+        /// Who resets it (recorded).
+        #[arg(long, value_name = "NAME", value_parser = named)]
+        by: String,
+        /// Why (recorded; required).
+        #[arg(long, value_name = "TEXT", value_parser = noted)]
+        note: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+}
+
+/// A note that must say something: not empty, not only spaces.
+fn noted(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("say why: --note takes a reason, e.g. --note \"refund run approved by finance\"".to_owned()),
+        note => Ok(note.to_owned()),
+    }
+}
+
+/// A raise's amount: a number above zero, at most 9e12, at least a millionth.
+fn raise_amount(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(amount) if amount.is_finite() && amount >= 0.000_001 && amount <= 9.0e12 => Ok(amount),
+        _ => Err(format!("{text:?} is not an amount to raise by: write a number above zero, e.g. 5 or 250.50")),
+    }
 }
 
 /// A name given with --by: not empty, not only spaces.

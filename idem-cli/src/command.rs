@@ -4,7 +4,7 @@ use idem_runtime::store::DEFAULT_RETAIN;
 use idem_runtime::store::{Admin, ListQuery, ListedRecord, Record, RecordId, RecordState, StateFilter, StoreError};
 
 use crate::args::{Command, Done, State};
-use crate::{approvals, keys, render};
+use crate::{approvals, budgets, keys, render};
 
 pub(crate) fn run(
     store: &dyn Admin,
@@ -100,6 +100,20 @@ pub(crate) fn run(
         }
         Command::Decline { namespace, key, by, note, yes } => {
             approvals::decide(store, (&namespace, &key), (false, &by, note.as_deref()), yes, confirm)
+        }
+        Command::Budgets { budget, scope, current } => {
+            budgets::list(store, &budgets::Filter { budget, scope }, current, json)
+        }
+        Command::Raise { budget, amount, scope, window, by, note, yes } => budgets::adjust(
+            store,
+            (&budget, scope.as_deref(), window.as_deref()),
+            Some(amount),
+            (&by, &note),
+            yes,
+            confirm,
+        ),
+        Command::Reset { budget, scope, window, by, note, yes } => {
+            budgets::adjust(store, (&budget, scope.as_deref(), window.as_deref()), None, (&by, &note), yes, confirm)
         }
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
             // Read before anything is shown or asked: a file that is not there changes nothing.

@@ -10,6 +10,9 @@
 //! idem [--db PATH|URL] [--json] approvals [--namespace NS] [--scope SCOPE]
 //! idem [--db PATH|URL] approve NAMESPACE KEY --by NAME [--note TEXT] [--yes]
 //! idem [--db PATH|URL] decline NAMESPACE KEY --by NAME [--note TEXT] [--yes]
+//! idem [--db PATH|URL] [--json] budgets [--budget NAME] [--scope SCOPE] [--current]
+//! idem [--db PATH|URL] raise BUDGET AMOUNT [--scope SCOPE] [--window START] --by NAME --note TEXT [--yes]
+//! idem [--db PATH|URL] reset BUDGET [--scope SCOPE] [--window START] --by NAME --note TEXT [--yes]
 //! ```
 //!
 //! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
@@ -20,8 +23,10 @@
 //! provider's result, `--release` lets the next call run the action. It prints the record
 //! first, asks for confirmation unless `--yes` is given, and refuses a key whose lease is
 //! live unless `--force`. `approvals` lists the requests of tools with `approval = ...` that
-//! wait for a person; `approve` and `decline` decide one, as NAME. `idem --help` and `idem help <command>` say exactly what each
-//! does.
+//! wait for a person; `approve` and `decline` decide one, as NAME. `budgets` shows what
+//! the budgets of tools with `budget = ...` used per scope and window; `raise` and `reset`
+//! change one window, recorded with who and why. `idem --help` and `idem help <command>`
+//! say exactly what each does.
 
 #![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
 
@@ -36,6 +41,7 @@ macro_rules! say {
 
 mod approvals;
 mod args;
+mod budgets;
 mod command;
 mod keys;
 mod render;
@@ -55,6 +61,8 @@ fn main() -> ExitCode {
         args::Command::Reopen { .. } => Some("reopen"),
         args::Command::Approve { .. } => Some("approve"),
         args::Command::Decline { .. } => Some("decline"),
+        args::Command::Raise { .. } => Some("raise"),
+        args::Command::Reset { .. } => Some("reset"),
         _ => None,
     };
     if cli.json
@@ -65,7 +73,7 @@ fn main() -> ExitCode {
                 clap::error::ErrorKind::ArgumentConflict,
                 format!(
                     "--json does not apply to {name}: it prints what it changes as text and asks before \
-                     changing it. --json applies to list, count, show, purge and approvals"
+                     changing it. --json applies to list, count, show, purge, approvals and budgets"
                 ),
             )
             .exit();

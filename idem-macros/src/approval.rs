@@ -37,7 +37,8 @@ pub(crate) fn validate(
 ) -> Option<ApprovalPlan> {
     // `over_budget = approval` alone: the tool asks only when its budget has no room.
     let only_over_budget = args.over_budget.is_some() && args.budget.is_some();
-    let approval = args.approval.take().or_else(|| only_over_budget.then(|| ApprovalArg::When(syn::parse_quote!(false))));
+    let approval =
+        args.approval.take().or_else(|| only_over_budget.then(|| ApprovalArg::When(syn::parse_quote!(false))));
     let (text, ttl, hook) = (args.approval_text.take(), args.approval_ttl.take(), args.on_approval_request.take());
     let Some(approval) = approval else {
         let needs = "needs `approval = ...` (`required`, or a condition over the parameters such as `amount > 1000.0`) or `over_budget = approval`";

@@ -100,10 +100,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
     let unscoped_warning = crate::scope::unscoped_warning(plan.unscoped_identity.as_ref(), &item.sig.ident);
     let asking = approval::asking(plan, &call);
+    let budget_check = budget::check(plan);
     quote! {
         #(#attrs)*
         #vis #sig {
             #tool
+            #budget_check
             #assert_output
             #unscoped_warning
             let #call = #krate::__private::Call::new(&__IDEM_TOOL, &[#(#key_parts),*], [#(#compared),*]);

@@ -2,16 +2,19 @@
 //!
 //! Input: `#[idempotent(key = "refund:<order>", compare = [amount], budget = REFUNDS, over_budget = approval)]`
 //!
-//! Output:
+//! Output: the `budget` field of the tool's static,
 //!
 //! ```text
-//! budget: Some(&::idem::__private::BudgetPolicy {
-//!     budget: { const BUDGET: &::idem::Budget = ::idem::__private::budget_of(&REFUNDS, &["amount"]); BUDGET },
-//!     over_budget_asks: true,
-//! }),
+//! budget: Some(&::idem::__private::BudgetPolicy { budget: &REFUNDS, over_budget_asks: true }),
 //! ```
 //!
-//! The `const` checks, where the tool compiles, that a sum budget adds up a compared field.
+//! and, in the tool's body only (the static is repeated in the status functions), a
+//! `const` that checks, where the user wrote the path, that a sum budget adds up a
+//! compared field:
+//!
+//! ```text
+//! const _: &::idem::Budget = ::idem::__private::budget_of(&REFUNDS, &["amount"]);
+//! ```
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -24,13 +27,20 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
     let krate = &plan.krate;
     let path = &budget.path;
     let at = super::krate_at(plan, path.span());
-    let compare = &plan.compare_names;
     let asks = budget.over_budget_asks;
-    let checked = quote_spanned!(path.span()=> {
-        const BUDGET: &'static #at::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
-        BUDGET
-    });
+    let budget = quote_spanned!(path.span()=> { let budget: &'static #at::Budget = &#path; budget });
     quote! {
-        ::core::option::Option::Some(&#krate::__private::BudgetPolicy { budget: #checked, over_budget_asks: #asks })
+        ::core::option::Option::Some(&#krate::__private::BudgetPolicy { budget: #budget, over_budget_asks: #asks })
     }
+}
+
+/// The compile-time check of a sum budget's field, once per tool.
+pub(super) fn check(plan: &Plan) -> Option<TokenStream> {
+    let budget = plan.budget.as_ref()?;
+    let path = &budget.path;
+    let at = super::krate_at(plan, path.span());
+    let compare = &plan.compare_names;
+    Some(quote_spanned!(path.span()=>
+        const _: &'static #at::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
+    ))
 }

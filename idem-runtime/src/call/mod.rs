@@ -32,10 +32,10 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
 pub use approval::ApprovalPolicy;
-pub use budget::BudgetPolicy;
 #[cfg(feature = "rmcp")]
 pub(crate) use approval::{declined as approval_declined, expired as approval_expired};
 use blocking::with_blocking;
+pub use budget::BudgetPolicy;
 use drive::drive;
 use driven::{Async, ready_now};
 pub use hold::{cancel_requested, progress};

@@ -156,6 +156,14 @@ pub fn units(millionths: i64) -> String {
     format!("{sign}{whole}.{}", digits.trim_end_matches('0'))
 }
 
+/// What a store that keeps no budgets answers a charge.
+pub(crate) fn not_kept() -> super::StoreError {
+    super::StoreError::Refused(
+        "this store keeps no budgets: a tool with `budget = ...` needs a store that does (memory, SQLite, PostgreSQL)"
+            .to_owned(),
+    )
+}
+
 /// Checks an adjustment before a store applies it: what every store refuses alike.
 pub(crate) fn check_adjustment(adjustment: &Adjustment<'_>) -> Result<(), super::StoreError> {
     let refuse = |why: &str| Err(super::StoreError::Refused(why.to_owned()));

@@ -469,7 +469,14 @@ pub trait Store: Send + Sync {
     /// [`take_over`](Store::take_over), [`abandon`](Store::abandon): an effect may have
     /// happened), except [`release`](Store::release) and
     /// [`Admin::resolve_release`], which refund it to the window it was charged to.
-    fn reserve_charged(&self, request: Reserve<'_>, charge: budget::Charge<'_>) -> Result<Reservation, StoreError>;
+    ///
+    /// The default keeps no budgets: it refuses ([`StoreError::Refused`]), so a tool with a
+    /// budget on such a store never runs its body. A store that keeps them overrides it and
+    /// passes [`check_budgets`](crate::testing::conformance::check_budgets).
+    fn reserve_charged(&self, request: Reserve<'_>, charge: budget::Charge<'_>) -> Result<Reservation, StoreError> {
+        let _ = (request, charge);
+        Err(budget::not_kept())
+    }
 
     /// Takes over an abandoned reservation to reconcile it: succeeds only while `expired`
     /// still holds the record and its lease has ended by the store's clock, and returns a
@@ -530,12 +537,15 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait AsyncStore: Send + Sync {
     /// See [`Store::reserve`].
     fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>>;
-    /// See [`Store::reserve_charged`].
+    /// See [`Store::reserve_charged`]; the default keeps no budgets and refuses.
     fn reserve_charged<'a>(
         &'a self,
         request: Reserve<'a>,
         charge: budget::Charge<'a>,
-    ) -> BoxFuture<'a, Result<Reservation, StoreError>>;
+    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+        let _ = (request, charge);
+        Box::pin(std::future::ready(Err(budget::not_kept())))
+    }
     /// See [`Store::take_over`].
     fn take_over<'a>(
         &'a self,

@@ -45,7 +45,8 @@ impl Budgets {
             adjusted: None,
         });
         window.limit = charge.limit;
-        if !charge.past_limit && window.used.saturating_add(charge.amount) > window.limit.saturating_add(window.raised) {
+        if !charge.past_limit && window.used.saturating_add(charge.amount) > window.limit.saturating_add(window.raised)
+        {
             return Err(window.read(&key));
         }
         window.used = window.used.saturating_add(charge.amount);

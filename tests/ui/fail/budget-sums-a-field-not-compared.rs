@@ -1,0 +1,11 @@
+use idem::{Budget, idempotent};
+
+static REFUNDED: Budget = Budget::sum_of("refunded", "amount", 5_000.0).per_day();
+
+#[idempotent(key = "refund:<order>", budget = REFUNDED)]
+fn refund(order: String, amount: f64) -> Result<f64, idem::Error> {
+    let _ = order;
+    Ok(amount)
+}
+
+fn main() {}
