@@ -31,6 +31,8 @@
 //! | `approval_text = "pay <supplier> <amount> EUR"` | What the person reads: literal text and `<param>` or `<param.field>` placeholders, written with `Display`. Needs `approval`. | the tool's first doc sentence, then the key and the compared fields |
 //! | `approval_ttl = "4h"` | How long a request waits for a decision; then it expires (`APPROVAL_EXPIRED`) and a later call asks anew. Needs `approval`. | [`approval::DEFAULT_APPROVAL_TTL`]: one day |
 //! | `on_approval_request = notify` | A `fn(&idem::approval::Request)` called once when a request is made, never for a repeat: one message per action in the approvers' channel. A hook that panics is caught; the request stands. Needs `approval`. | none |
+//! | `budget = REFUNDS` | A [`Budget`] `static` (`Budget::count("refunds", 20).per_day()`, or `Budget::sum_of("refunded", "amount", 5_000.0)` over a compared field) that the tool's fresh runs are charged to, per scope, in the same write as the reservation. A call without room answers `BUDGET_EXCEEDED`; see [Budgets](#budgets-what-a-runaway-agent-cannot-spend) and [`budget`]. | none |
+//! | `over_budget = approval` | A call the budget has no room for asks a person (`APPROVAL_REQUIRED`) instead of answering `BUDGET_EXCEEDED`; once approved it runs, charged past the limit. `approval_text` and the other approval arguments apply. Needs `budget`. | `BUDGET_EXCEEDED` |
 //! | `crate = "my_idem"` | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute. | `::idem` |
 //!
 //! ### What it generates
@@ -66,7 +68,10 @@
 //! `Parameters<T>` argument, a rig tool's arguments); an `approval` condition that reads
 //! anything but the parameters (a field of `self`, a static, a local) or is not a `bool`;
 //! `approval_text`, `approval_ttl` or `on_approval_request` without `approval`, an
-//! `approval_text` placeholder that names no parameter, and a hook of another signature. An `event_id` or `request_id` created
+//! `approval_text` placeholder that names no parameter, and a hook of another signature;
+//! a `budget` that is not a [`Budget`], a sum budget whose field is not in `compare` (so a
+//! repeat with another amount is a CONFLICT, never a second charge), and `over_budget`
+//! without `budget` or with anything but `approval`. An `event_id` or `request_id` created
 //! once before the first attempt is a fine key field.
 //!
 //! ```compile_fail
@@ -213,6 +218,8 @@
 //! | the action needs approval (`approval = ...`) and none was given yet | [`APPROVAL_REQUIRED`](ErrorCode::ApprovalRequired), with the request (`"approval"`: namespace, key, text, compared fields, when it expires); nothing runs. See [Approvals](#approvals-what-a-key-cannot-fix) | no | ask the user to approve; call `<fn>_status` later |
 //! | a person declined the action | [`DECLINED`](ErrorCode::Declined), naming who, when and why; every call, until reopened | no | do not call again; tell the user |
 //! | the approval request expired without a decision | [`APPROVAL_EXPIRED`](ErrorCode::ApprovalExpired), once; the next call asks anew | no | ask the user whether it is still wanted |
+//! | the tool's budget has no room left in this window (`budget = ...`) | [`BUDGET_EXCEEDED`](ErrorCode::BudgetExceeded), with the budget (`"budget"`: name, used, limit, window start, `resets_at_ms`); nothing runs or is reserved, nothing is spent. See [Budgets](#budgets-what-a-runaway-agent-cannot-spend) | no | do not call again before the reset; tell the user |
+//! | a sum budget's field is not a number from 0 to 9e12 | [`INVALID_KEY`](ErrorCode::InvalidKey); nothing runs or is spent | no | call again with a number of zero or more |
 //! | another tool already uses this tool's default namespace (two methods of one name, one module) | [`NAMESPACE_CLASH`](ErrorCode::NamespaceClash); the body does not run, on every call of the second tool | no | give one of them `namespace = "..."` |
 //!
 //! `STORE_UNAVAILABLE` is only for failures of the store itself (unreachable, a driver or

@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use idem::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, UNIT};
-use idem::store::{Admin, RecordId};
+use idem::store::{Admin, RecordId, Reserve};
 use idem::{Budget, ErrorCode, MemoryStore, SqliteStore, idempotent};
 
 /// At most 5 refunds and credits per tenant per day.
@@ -133,6 +133,8 @@ trait Opened: Send + Sync {
     fn windows(&self, budget: &str) -> Vec<BudgetWindow>;
     fn adjust(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, idem::store::StoreError>;
     fn approve(&self, key: &str);
+    /// Reserves `key` of the gift tool as a call in progress would.
+    fn hold(&self, key: &str);
 }
 
 /// The tools of one shop, as trait objects over the store type.
@@ -175,6 +177,9 @@ impl<S: Admin + idem::store::AsyncStore + 'static> Opened for S {
     fn approve(&self, key: &str) {
         approve(self, key)
     }
+    fn hold(&self, key: &str) {
+        hold(self, key)
+    }
 }
 
 impl Opened for SharedMemory {
@@ -190,6 +195,15 @@ impl Opened for SharedMemory {
     fn approve(&self, key: &str) {
         approve(&*self.0, key)
     }
+    fn hold(&self, key: &str) {
+        hold(&*self.0, key)
+    }
+}
+
+fn hold(store: &impl idem::store::Store, key: &str) {
+    let id = RecordId { namespace: "tests::gift", key };
+    let request = Reserve { id, request: r#"{"value":5.0}"#, lease: Duration::from_secs(600) };
+    assert!(matches!(store.reserve(request).unwrap(), idem::store::Reservation::Acquired { .. }));
 }
 
 fn windows(store: &impl Admin, budget: &str) -> Vec<BudgetWindow> {
@@ -274,6 +288,13 @@ fn replays_conflicts_and_calls_in_progress_never_spend() {
         assert_eq!(shop.credit(&format!("{run}-c0"), 1.0).unwrap(), format!("credited {run}-c0: 1"));
         assert_eq!(ran(&format!("{run}-a")) + ran(&format!("{run}-b")), 1);
         assert_eq!(used(&*open(), "tests.refunds", &scope_of(run)), 5.0);
+        // A call that finds its action in progress spends nothing: the gift budget's one
+        // run is still there for a fresh gift.
+        open().hold(&format!("gift:{run}-busy"));
+        for _ in 0..3 {
+            assert_eq!(code(shop.gift(&format!("{run}-busy"), 5.0)), ErrorCode::InProgress);
+        }
+        assert_eq!(used(&*open(), "tests.gifts", ""), 0.0, "in progress spends nothing");
     });
 }
 

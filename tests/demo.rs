@@ -212,3 +212,13 @@ fn the_approvals_example_asks_once_and_pays_once() {
     assert!(stdout.contains("the model calls again: DECLINED"), "{stdout}");
     assert!(stdout.contains("transfers: 2\n"), "acme once, initech once, globex never:\n{stdout}");
 }
+
+#[test]
+fn the_refunds_example_stops_a_runaway_loop_at_its_budget() {
+    let stdout = succeeded(&mut Command::new(example("refunds")));
+    assert_eq!(stdout.matches("ok: re_1").count(), 3, "a retried refund replays:\n{stdout}");
+    assert_eq!(stdout.matches("BUDGET_EXCEEDED").count(), 6, "five refunds and one credit refused:\n{stdout}");
+    assert!(stdout.contains("budget refunds for acme: used 4 of 4"), "{stdout}");
+    assert!(stdout.contains("budget refunded for acme: used 450 of 500"), "{stdout}");
+    assert!(stdout.contains("paid back: 7\n"), "3 + 1 refunds, 2 credits, 1 for globex:\n{stdout}");
+}

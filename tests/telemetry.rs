@@ -9,6 +9,8 @@
 
 #[path = "telemetry/approvals.rs"]
 mod approvals;
+#[path = "telemetry/budgets.rs"]
+mod budgets;
 #[path = "telemetry/capture.rs"]
 mod capture;
 #[cfg(feature = "metrics")]

@@ -16,6 +16,9 @@
 //! - PostgreSQL (when `IDEM_TEST_DATABASE_URL` names a server): the same calls on the
 //!   PostgreSQL store against hand-written tokio-postgres.
 //!
+//! - Budgets: the same tool with and without `budget = ...` on the memory store and on
+//!   SQLite `NORMAL`, first calls and replays: what charging a budget costs.
+//!
 //! - HTTP (`--features http`): the `Idempotency-Key` layer in front of an axum router, in
 //!   process, against a hand-written middleware: first requests and replays.
 //!
@@ -27,6 +30,8 @@
 //! benches), `report` (the tables), `harness` (rounds and medians), `profile` (one kind of
 //! call alone, for callgrind).
 
+#[path = "budget.rs"]
+mod budget;
 #[path = "hand.rs"]
 mod hand;
 #[path = "harness.rs"]
@@ -69,7 +74,7 @@ pub struct Settings {
     /// Rounds of every comparison.
     pub rounds: usize,
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
-    /// `keys`, `sqlite-full`, `sqlite-normal`, `postgres`, `http`, `throughput`, `first-calls`; for profiling one of them.
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `budget`, `postgres`, `http`, `throughput`, `first-calls`; for profiling one of them.
     pub only: Option<String>,
 }
 
@@ -138,6 +143,7 @@ pub fn run(settings: &Settings) -> Report {
         let name = format!("sqlite-{}", sync_pragma(sync).to_lowercase());
         group(name, &mut |report| per_call::sqlite(settings, sync, dir.path(), report));
     }
+    group("budget".into(), &mut |report| budget::budget(settings, dir.path(), report));
     group("postgres".into(), &mut |report| postgres::postgres(settings, report));
     #[cfg(feature = "http")]
     group("http".into(), &mut |report| http::http(settings, report));

@@ -117,7 +117,23 @@ impl<S: Store> Tools<S> {
     ) -> Result<Invoice, ToolError> {
         Ok(body(&self.effects, &customer, &period, amount, &memo))
     }
+
+    /// The same tool with a budget no bench reaches: what charging it costs a call.
+    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store,
+        namespace = "bench::send_invoice_budgeted", budget = INVOICES)]
+    pub fn send_invoice_budgeted(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        Ok(body(&self.effects, &customer, &period, amount, &memo))
+    }
 }
+
+/// The budgeted tool's budget: a count no run reaches.
+pub static INVOICES: idem::Budget = idem::Budget::count("bench.invoices", 1_000_000_000_000).per_day();
 
 // ---------------------------------------------------------------------------------------
 // Arguments and checks.

@@ -12,8 +12,56 @@
 //! assert_eq!((REFUNDS.limit(), REFUNDED.field()), (20.0, Some("amount")));
 //! ```
 //!
-//! What each call answers is the table under *Budgets* in the crate's docs; how a store
-//! keeps the windows is [`store::budget`](crate::store::budget).
+//! A tool names one with `budget = REFUNDS`. What each call answers is the table under
+//! *Budgets* in the crate's docs; the rules behind it:
+//!
+//! - **What spends.** Only a call that reserves a fresh key: the store checks the window
+//!   and charges it in the same atomic write (one SQLite transaction; one PostgreSQL
+//!   transaction that locks the window's row; the memory store's lock), so of any number
+//!   of racing first calls, exactly those that fit run. A replay, `IN_PROGRESS`,
+//!   `CONFLICT`, `APPROVAL_REQUIRED`, `DECLINED`, `INVALID_KEY` and `BUDGET_EXCEEDED`
+//!   itself reserve nothing and spend nothing, and a repeat of a done action replays even
+//!   when the budget is spent.
+//! - **Refunds.** A body whose `Err` releases its key (`on_error = release`, the default)
+//!   gives its charge back to the window it was charged to, as does an operator's
+//!   `idem resolve --release`. A call that was abandoned (panic, crash, dropped future),
+//!   timed out, or settled by hand keeps its charge: its effect may have happened.
+//! - **Windows.** Fixed, not rolling: each starts at a whole multiple of the window's
+//!   length since the Unix epoch, by the store's clock (a day's at 00:00 UTC, an hour's on
+//!   the hour). A fixed window is one row per budget, scope and window, which the store
+//!   checks and charges in one write, and its end is a reset time the model and the user
+//!   can be told; a rolling window would need every charge's time to check one call. The
+//!   price: a burst just before and just after a boundary can use up to twice the limit
+//!   within one window's length.
+//! - **Scopes.** A scoped tool (`scope = ...`) is charged per scope, the tenant's own
+//!   windows; an unscoped tool's windows are shared by every caller.
+//! - **Names.** A budget's name is its identity in the store. Tools that name the same
+//!   `static` (or two budgets of one name) share its windows, across namespaces; a
+//!   renamed budget starts from zero. The limit lives in code: a window takes the limit
+//!   of the call that charges it, so a deploy that lowers the limit applies at once.
+//! - **Sums.** A sum budget adds up one of the tool's compared fields, as the model sends
+//!   it (so a repeat with another amount is a CONFLICT, never a second charge); a tool
+//!   whose `compare` lacks it does not compile. Amounts are kept in whole millionths, so
+//!   sums are exact to six decimals; a value that is not a number from 0 to 9e12 is
+//!   `INVALID_KEY` before anything is reserved. A call is refused when its amount would
+//!   take the window past the limit, even with room left for a smaller one.
+//! - **Asking a person instead.** With `over_budget = approval`, a call without room asks
+//!   for approval (the text says which budget is spent); once approved, it runs and is
+//!   charged past the limit. The approval binds the action as any approval does.
+//! - **Operators.** `idem budgets [--budget NAME] [--scope SCOPE] [--current] [--json]`
+//!   lists windows; `idem raise BUDGET AMOUNT` adds to one window's limit and `idem reset
+//!   BUDGET` sets its use back to zero, each `--by NAME --note TEXT`, recorded with the
+//!   window. In code: [`Admin::budgets`](crate::store::Admin::budgets) and
+//!   [`Admin::adjust_budget`](crate::store::Admin::adjust_budget). Windows are kept 7 days
+//!   after they end ([`Store::purge`](crate::store::Store::purge) removes older ones).
+//! - **Stores.** The memory, SQLite and PostgreSQL stores keep budgets. A store of your own
+//!   keeps none unless it implements [`Store::reserve_charged`](crate::store::Store::reserve_charged)
+//!   (and passes [`check_budgets`](crate::testing::conformance::check_budgets)); until
+//!   then a tool with a budget on it answers `STORE_UNAVAILABLE` and never runs its body.
+//! - **Cost.** A tool without a budget runs exactly as before. A budget adds one row's
+//!   read and write to a first call's reservation (see BENCHMARKS.md).
+//!
+//! How a store keeps the windows is [`store::budget`](crate::store::budget).
 
 use std::time::Duration;
 

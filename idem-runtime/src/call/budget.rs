@@ -73,23 +73,36 @@ fn summed(tool: &Tool, budget: &Budget, field: &str, request: &str) -> Result<i6
     }
 }
 
-/// BUDGET_EXCEEDED: `window` has no room for this call.
-pub(crate) fn exceeded(tool: &Tool, key: &Key, window: &BudgetWindow) -> Error {
+/// BUDGET_EXCEEDED: `window` has no room for this call of `key` with `request`.
+pub(crate) fn exceeded(tool: &Tool, (key, request): (&Key, &str), window: &BudgetWindow) -> Error {
     let resets = rfc3339(window.end_ms());
+    // A sum budget's call may be refused with room left: say how much it needed.
+    let needed = match tool.budget.map(|policy| (policy.budget.field(), amount(tool, policy.budget, request))) {
+        Some((Some(field), Ok(amount))) => format!("; this call's {field} is {}", units(amount)),
+        _ => String::new(),
+    };
     Error::new(
         ErrorCode::BudgetExceeded,
         format!(
-            "{}: {key} was not run: the budget {} has used {} of {} in the window that ends at {resets}",
+            "{}: {key} was not run: the budget {} has used {} of {} in the window that ends at {resets}{needed}",
             tool.name,
             window.budget,
             units(window.used),
             units(window.allowed()),
         ),
     )
-    .with_suggestion(format!(
-        "do not call {} again before {resets}: tell the user the budget {} is spent, and ask how to go on",
-        tool.name, window.budget
-    ))
+    .with_suggestion(match needed.is_empty() {
+        true => format!(
+            "do not call {} again before {resets}: tell the user the budget {} is spent, and ask how to go on",
+            tool.name, window.budget
+        ),
+        false => format!(
+            "do not call {} again with this amount before {resets}: tell the user the budget {} has {} left, and ask how to go on",
+            tool.name,
+            window.budget,
+            units(window.allowed().saturating_sub(window.used).max(0))
+        ),
+    })
     .with_budget(OverBudget {
         name: window.budget.clone(),
         used: window.used as f64 / UNIT as f64,

@@ -44,7 +44,10 @@ pub(crate) fn decide(
         Ok(Reservation::Acquired { token }) => return Step::Run(token),
         Ok(Reservation::Existing(record)) => record,
         Ok(Reservation::OverBudget(window)) => {
-            return Step::Answer(Outcome::BudgetExceeded, Answer::Error(super::budget::exceeded(tool, key, &window)));
+            return Step::Answer(
+                Outcome::BudgetExceeded,
+                Answer::Error(super::budget::exceeded(tool, (key, request), &window)),
+            );
         }
         Err(error) => {
             let (outcome, error) = store_failed(tool, key, &error);
