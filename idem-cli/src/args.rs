@@ -311,7 +311,7 @@ fn named(text: &str) -> Result<String, String> {
 const AFTER_HELP: &str = "\
 Stores:
   The command never creates a store, never migrates one, and changes nothing but an idem
-  store's records. It first reads the SQLite file read-only (leaving no -wal or -shm file
+  store's records and budget windows. It first reads the SQLite file read-only (leaving no -wal or -shm file
   behind), or the PostgreSQL schema, and refuses with one line that says what it found
   (exit 1), the file or schema left exactly as it was: a missing path, a directory, an
   empty file, a file that is not an SQLite database, another application's database (its

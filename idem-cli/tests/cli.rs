@@ -11,6 +11,8 @@ use postgres::{pg_url, sql, sql_strings};
 
 #[path = "cli/approvals.rs"]
 mod approvals;
+#[path = "cli/budgets.rs"]
+mod budgets;
 #[path = "cli/escaped_keys.rs"]
 mod escaped_keys;
 #[path = "cli/limits.rs"]
