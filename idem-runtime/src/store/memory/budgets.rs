@@ -34,6 +34,7 @@ pub(super) struct Charged {
 impl Budgets {
     /// Charges `charge` to its window at `now`: what the record keeps, or the window that
     /// would pass its limit.
+    #[allow(clippy::result_large_err, reason = "the refusal carries the window; made once per refused call")]
     pub(super) fn charge(&mut self, charge: &Charge<'_>, now: i64) -> Result<Charged, BudgetWindow> {
         let start_ms = window_start(now, charge.window_ms);
         let key = (charge.budget.to_owned(), charge.scope.to_owned(), start_ms);
@@ -45,7 +46,8 @@ impl Budgets {
             adjusted: None,
         });
         window.limit = charge.limit;
-        if !charge.past_limit && window.used.saturating_add(charge.amount) > window.limit.saturating_add(window.raised) {
+        if !charge.past_limit && window.used.saturating_add(charge.amount) > window.limit.saturating_add(window.raised)
+        {
             return Err(window.read(&key));
         }
         window.used = window.used.saturating_add(charge.amount);
