@@ -32,7 +32,8 @@ use super::{
 ///     fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
 ///         Store::reserve(&self.records, request)
 ///     }
-///     // ... the seven other operations
+///     // ... the eight other operations
+/// #   fn reserve_charged(&self, r: Reserve<'_>, c: idem_runtime::store::budget::Charge<'_>) -> Result<Reservation, StoreError> { Store::reserve_charged(&self.records, r, c) }
 /// #   fn renew(&self, r: idem_runtime::store::Renew<'_>) -> Result<(), StoreError> { Store::renew(&self.records, r) }
 /// #   fn take_over(&self, id: RecordId<'_>, t: Token, l: Duration) -> Result<Token, StoreError> { Store::take_over(&self.records, id, t, l) }
 /// #   fn complete(&self, id: RecordId<'_>, t: Token, c: Completion<'_>, r: Duration) -> Result<(), StoreError> { Store::complete(&self.records, id, t, c, r) }

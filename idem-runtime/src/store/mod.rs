@@ -73,7 +73,7 @@
 //! error 13)`).
 //!
 //! **A database your application already uses** may hold the store too, beside its own
-//! tables: [`SqliteStoreBuilder::open`] says what it adds (the table `idem_records`, WAL,
+//! tables: [`SqliteStoreBuilder::open`] says what it adds (the tables `idem_records` and `idem_budgets`, WAL,
 //! `PRAGMA user_version`) and when it refuses such a file (one whose `user_version` your
 //! application already sets): give idem its own file then, or `ATTACH` one.
 //!

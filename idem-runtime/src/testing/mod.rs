@@ -19,6 +19,7 @@
 //! | the same store through its async impl | [`conformance::check_async_store`]`(make_store)` | the same checks through [`AsyncStore`](crate::store::AsyncStore) |
 //! | its operator operations | [`conformance::check_admin`]`(make_store)` | [`Admin`](crate::store::Admin): list, count, resolve, reopen, purge |
 //! | approvals on it | [`conformance::check_approvals`]`(make_store)` | one request per action under a race of 16, one decision that stands under a race of 16 deciders, the pending listing, expiry, reopen |
+//! | budgets on it | [`conformance::check_budgets`]`(make_store)` | [`Store::reserve_charged`](crate::store::Store::reserve_charged): exactly 5 of 32 racing first calls acquire against a budget of 5 (in several trials), a replay or a refusal charges nothing, release and `resolve_release` refund, settling keeps the charge, exact sums, separate windows per budget and scope, the listing, operators' adjustments |
 //! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
 //! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
 //!

@@ -34,6 +34,7 @@ pub(super) struct Charged {
 impl Budgets {
     /// Charges `charge` to its window at `now`: what the record keeps, or the window that
     /// would pass its limit.
+    #[allow(clippy::result_large_err, reason = "the refusal carries the window; made once per refused call")]
     pub(super) fn charge(&mut self, charge: &Charge<'_>, now: i64) -> Result<Charged, BudgetWindow> {
         let start_ms = window_start(now, charge.window_ms);
         let key = (charge.budget.to_owned(), charge.scope.to_owned(), start_ms);

@@ -9,6 +9,7 @@ fn passes_the_conformance_checks() {
     check_unknown_state(&MemoryStore::new());
     crate::testing::conformance::check_admin(MemoryStore::new);
     crate::testing::conformance::check_approvals(MemoryStore::new);
+    crate::testing::conformance::check_budgets(MemoryStore::new);
 }
 
 #[test]

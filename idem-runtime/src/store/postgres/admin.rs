@@ -1,14 +1,17 @@
-//! [`Admin`] for PostgreSQL: what an operator does with the store, one statement each,
-//! within the operation timeout. Rare, so the statements are not prepared.
+//! [`Admin`] for PostgreSQL: what an operator does with the store, one statement each
+//! (a budget's adjustment and a release that refunds: one short transaction), within the
+//! operation timeout. Rare, so the statements are not prepared.
 
 use std::time::Duration;
 
 use tokio_postgres::types::ToSql;
 
+use super::budgets::window_of;
 use super::ops::{decode, unix_ms};
 use super::pool::block_on;
-use super::schema::{COLUMNS, NOW};
+use super::schema::{COLUMNS, NOW, NOW_MS, WINDOW_COLUMNS, set_lock_timeout};
 use super::{PgStore, backend, duration_ms};
+use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, change_text, check_adjustment};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl PgStore {
@@ -32,6 +35,10 @@ impl PgStore {
 
     fn table(&self) -> String {
         format!("{}.idem_records", self.schema())
+    }
+
+    fn budgets_table(&self) -> String {
+        format!("{}.idem_budgets", self.schema())
     }
 
     /// Runs an operator's change: [`StoreError::Fenced`] when it changed nothing.
@@ -151,22 +158,72 @@ impl Admin for PgStore {
     }
 
     fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        let sql = format!("DELETE FROM {} WHERE namespace = $1 AND key = $2 AND state = 'in_progress'", self.table());
-        self.changed_one("resolve", &sql, &[&id.namespace, &id.key])
+        // Refunds the record's charge in the same statement.
+        let sql = format!(
+            "WITH released AS (DELETE FROM {} WHERE namespace = $1 AND key = $2 AND state = 'in_progress' \
+               RETURNING charge_budget, charge_scope, charge_start_ms, charge_amount), \
+             refunded AS (UPDATE {} AS w SET used = greatest(w.used - r.charge_amount, 0) FROM released AS r \
+               WHERE w.budget = r.charge_budget AND w.scope = r.charge_scope AND w.start_ms = r.charge_start_ms \
+               RETURNING 1) \
+             SELECT count(*) FROM released",
+            self.table(),
+            self.budgets_table()
+        );
+        let deleted: i64 = block_on(self.operation("resolve", async {
+            let mut conn = self.conn().await?;
+            let tx = conn.client.transaction().await.map_err(backend)?;
+            tx.batch_execute(&set_lock_timeout(self.inner.lock_timeout)).await.map_err(backend)?;
+            let deleted = tx.query_one(&sql, &[&id.namespace, &id.key]).await.map_err(backend)?.get(0);
+            tx.commit().await.map_err(backend)?;
+            Ok(deleted)
+        }))?;
+        if deleted == 0 { Err(StoreError::Fenced) } else { Ok(()) }
     }
 
-    fn budgets(
-        &self,
-        _query: &crate::store::budget::BudgetQuery<'_>,
-    ) -> Result<Vec<crate::store::budget::BudgetWindow>, StoreError> {
-        todo!("budgets")
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
+        // Ordered bytewise ("C"), as the other stores order text, whatever the database's collation.
+        let sql = format!(
+            "SELECT {WINDOW_COLUMNS} FROM {} WHERE ($1::text IS NULL OR budget = $1) \
+             AND ($2::text IS NULL OR scope = $2) AND (NOT $3::bool OR start_ms + window_ms > {NOW_MS}) \
+             ORDER BY start_ms DESC, budget COLLATE \"C\", scope COLLATE \"C\"",
+            self.budgets_table()
+        );
+        let params: [&(dyn ToSql + Sync); 3] = [&query.budget, &query.scope, &query.current];
+        block_on(self.operation("budgets", async {
+            let conn = self.conn().await?;
+            let rows = conn.client.query(&sql, &params).await.map_err(backend)?;
+            rows.iter().map(window_of).collect()
+        }))
     }
 
-    fn adjust_budget(
-        &self,
-        _adjustment: &crate::store::budget::Adjustment<'_>,
-    ) -> Result<crate::store::budget::BudgetWindow, StoreError> {
-        todo!("budgets")
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
+        check_adjustment(adjustment)?;
+        let table = self.budgets_table();
+        let key = "budget = $1 AND scope = $2 AND start_ms = $3";
+        let select = format!("SELECT {WINDOW_COLUMNS} FROM {table} WHERE {key} FOR UPDATE");
+        let update = format!(
+            "UPDATE {table} SET raised = raised + $4, used = CASE WHEN $5 THEN 0 ELSE used END, adjusted_by = $6, \
+             adjusted_at_ms = {NOW_MS}, adjusted_change = $7, adjusted_note = $8 WHERE {key} \
+             RETURNING {WINDOW_COLUMNS}"
+        );
+        let (budget, scope, start_ms) = adjustment.window;
+        let (raise, reset) = match adjustment.change {
+            BudgetChange::Raise(by) => (by, false),
+            BudgetChange::Reset => (0, true),
+        };
+        block_on(self.operation("adjust budget", async {
+            let mut conn = self.conn().await?;
+            let tx = conn.client.transaction().await.map_err(backend)?;
+            tx.batch_execute(&set_lock_timeout(self.inner.lock_timeout)).await.map_err(backend)?;
+            let found = tx.query_opt(&select, &[&budget, &scope, &start_ms]).await.map_err(backend)?;
+            let Some(found) = found else { return Err(StoreError::Fenced) };
+            let change = change_text(adjustment.change, window_of(&found)?.used);
+            let params: [&(dyn ToSql + Sync); 8] =
+                [&budget, &scope, &start_ms, &raise, &reset, &adjustment.by, &change, &adjustment.note];
+            let adjusted = window_of(&tx.query_one(&update, &params).await.map_err(backend)?)?;
+            tx.commit().await.map_err(backend)?;
+            Ok(adjusted)
+        }))
     }
 
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {

@@ -93,7 +93,7 @@
 //! is mostly its two commits' disk flushes; a replay writes nothing. Against hand-written
 //! tokio-postgres doing the least the same job needs, see the repository's BENCHMARKS.md.
 //!
-//! # Schema (version 3)
+//! # Schema (version 4)
 //!
 //! All objects live in one schema (`idem` unless [`PgStoreBuilder::schema`] names
 //! another), created on first use together with its tables:
@@ -112,10 +112,19 @@
 //!     lease_until  timestamptz,               -- in progress only
 //!     retain_until timestamptz,               -- settled only: purged after it
 //!     progress     text,                      -- in progress only: the body's last message
+//!     charge_budget text, charge_scope text,  -- what the reservation charged (NULL: nothing)
+//!     charge_start_ms bigint, charge_amount bigint,
 //!     PRIMARY KEY (namespace, key)
 //! );
 //! CREATE INDEX idem_records_retention ON idem_records (retain_until)
 //!     WHERE retain_until IS NOT NULL;
+//! CREATE TABLE idem_budgets (                 -- budget windows, the server's clock
+//!     budget text NOT NULL, scope text NOT NULL, start_ms bigint NOT NULL,
+//!     window_ms bigint NOT NULL, used bigint NOT NULL, lim bigint NOT NULL,
+//!     raised bigint NOT NULL DEFAULT 0, adjusted_by text, adjusted_at_ms bigint,
+//!     adjusted_change text, adjusted_note text,
+//!     PRIMARY KEY (budget, scope, start_ms)
+//! );
 //! CREATE TABLE idem_schema_version (version integer PRIMARY KEY,
 //!     description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
 //! ```
@@ -135,7 +144,9 @@
 //! keep the invariants (an in-progress record has a lease end and no result, a settled one
 //! a result and a retention), and every read checks them: a row that breaks them is
 //! corrupt, answered RECORD_UNREADABLE, never used. Version 3 added `progress`, which
-//! [`renew`](super::Store::renew) sets and settling or a take-over clears.
+//! [`renew`](super::Store::renew) sets and settling or a take-over clears. Version 4 added
+//! budgets: `idem_budgets`, and each record's charge in its own row, which a take-over (an
+//! `UPDATE`) keeps and a release refunds in the statement that deletes the row.
 //!
 //! # How it keeps its promises
 //!
@@ -153,6 +164,12 @@
 //!   the same.
 //! - Completion, release and take-over are single `UPDATE`/`DELETE` statements fenced by
 //!   `token`.
+//! - A charged reservation ([`reserve_charged`](super::Store::reserve_charged)) reads first
+//!   (a repeat locks nothing), then charges the window with one conditional
+//!   `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, which locks
+//!   its row until the commit, and inserts the record in the same transaction: concurrent
+//!   charges of one window take turns at that row, so the ones that pass are exactly those
+//!   that fit. A refusal, or a record that exists after all, rolls it all back.
 //! - Tokens come from the sequence: a take-over sets `token = nextval(..)`, so a new holder
 //!   always has a larger token, and every fenced statement matches on `token`.
 //! - Every time is the server's `now()`, and a lease ends when `lease_until <= now()` in
@@ -166,6 +183,7 @@
 //!   without deadlocking).
 
 mod admin;
+mod budgets;
 mod deadline;
 mod ops;
 mod pool;

@@ -131,7 +131,7 @@ impl PgStore {
 /// A reservation's failure: [`StoreError::Locked`] when it gave up waiting for a row
 /// another transaction inserted and has not committed (a [`PgStore::begin`] still open),
 /// which waits at most [`IDEM_LOCK_WAIT`](super::IDEM_LOCK_WAIT).
-fn locked_or_backend(error: tokio_postgres::Error) -> StoreError {
+pub(super) fn locked_or_backend(error: tokio_postgres::Error) -> StoreError {
     match error.code() {
         Some(&SqlState::LOCK_NOT_AVAILABLE) => StoreError::Locked,
         _ => backend(error),
@@ -147,7 +147,7 @@ fn db_token(token: Token) -> Result<i64, StoreError> {
     i64::try_from(token.0).map_err(|_| StoreError::Fenced)
 }
 
-fn token_of(id: RecordId<'_>, token: Result<i64, tokio_postgres::Error>) -> Result<Token, StoreError> {
+pub(super) fn token_of(id: RecordId<'_>, token: Result<i64, tokio_postgres::Error>) -> Result<Token, StoreError> {
     let token = token.map_err(|e| corrupt(id, e))?;
     u64::try_from(token).map(Token).map_err(|_| corrupt(id, format!("negative token {token}")))
 }
@@ -190,10 +190,10 @@ impl AsyncStore for PgStore {
 
     fn reserve_charged<'a>(
         &'a self,
-        _request: Reserve<'a>,
-        _charge: crate::store::budget::Charge<'a>,
+        request: Reserve<'a>,
+        charge: crate::store::budget::Charge<'a>,
     ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        todo!("PostgreSQL budgets")
+        Box::pin(self.operation("reserve", self.reserve_charging(request, charge)))
     }
 
     fn take_over<'a>(
@@ -241,11 +241,7 @@ impl AsyncStore for PgStore {
     }
 
     fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let token = db_token(token)?;
-            let params: [&(dyn ToSql + Sync); 3] = [&id.namespace, &id.key, &token];
-            self.operation("release", self.execute_fenced(Sql::Release, &params)).await
-        })
+        Box::pin(self.operation("release", self.release_refunding(id, token)))
     }
 
     fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {

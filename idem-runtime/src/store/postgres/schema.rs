@@ -32,6 +32,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "progress: a running call's last progress message",
         sql: include_str!("migrations/0003_progress.sql"),
     },
+    Migration {
+        version: 4,
+        description: "budgets: windows, and each record's charge",
+        sql: include_str!("migrations/0004_budgets.sql"),
+    },
 ];
 
 /// The schema version this code reads and writes: the last migration's.
@@ -46,6 +51,13 @@ const LOCK_CLASS: i32 = 0x1de3;
 ///
 /// [`Record`]: crate::store::Record
 pub(super) const NOW: &str = "date_trunc('milliseconds', now())";
+
+/// The server's clock in milliseconds since the epoch, as budget windows keep it.
+pub(super) const NOW_MS: &str = "(extract(epoch FROM date_trunc('milliseconds', now())) * 1000)::int8";
+
+/// A window's columns, in the order `budgets::window` reads them.
+pub(super) const WINDOW_COLUMNS: &str = "budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, \
+                                         adjusted_at_ms, adjusted_change, adjusted_note";
 
 /// The columns [`super::decode`] reads, in its order. Times go out as `timestamptz` and
 /// become milliseconds in the client: `extract(epoch ..)` computes in `numeric`, which cost
@@ -71,16 +83,27 @@ pub(super) enum Sql {
     Renew,
     /// `$1 namespace, $2 key, $3 token, $4 state, $5 result, $6 retain ms`.
     Complete,
-    /// `$1 namespace, $2 key, $3 token`.
+    /// `$1 namespace, $2 key, $3 token`: how many records it deleted (0 or 1); it refunds
+    /// a deleted record's charge in the same statement.
     Release,
     /// `$1 namespace, $2 key, $3 token`.
     Abandon,
-    /// `$1 limit`.
+    /// `$1 limit`. Deletes the budget windows that ended a week ago too.
     Purge,
+    /// `$1 budget, $2 scope, $3 window ms, $4 limit, $5 amount, $6 past limit`: charges the
+    /// current window (creating it) if the charge fits or `$6`, and returns it; no row when a
+    /// window that exists refused it. A new window is always returned, charged: its caller
+    /// rolls back when it passed the limit.
+    Charge,
+    /// `$1 namespace, $2 key, $3 request, $4 lease ms, $5 budget, $6 scope, $7 window start,
+    /// $8 amount`: the new token, or no row.
+    InsertCharged,
+    /// `$1 budget, $2 scope, $3 window ms`: the window that holds the transaction's `now()`.
+    Window,
 }
 
 impl Sql {
-    pub(super) const ALL: [Sql; 9] = [
+    pub(super) const ALL: [Sql; 12] = [
         Sql::Reserve,
         Sql::Insert,
         Sql::Read,
@@ -90,6 +113,9 @@ impl Sql {
         Sql::Release,
         Sql::Abandon,
         Sql::Purge,
+        Sql::Charge,
+        Sql::InsertCharged,
+        Sql::Window,
     ];
 }
 
@@ -104,6 +130,8 @@ impl Queries {
     /// `schema` must be a plain identifier (checked by the builder).
     pub(super) fn new(schema: &str) -> Self {
         let table = format!("{schema}.idem_records");
+        let budgets = format!("{schema}.idem_budgets");
+        let kept = crate::store::budget::WINDOWS_KEPT_MS;
         // The NOT EXISTS only spares a sequence value (and, every 32 values, a WAL flush)
         // when the key exists; the primary key, through ON CONFLICT, decides every race.
         let insert = format!(
@@ -143,11 +171,40 @@ impl Queries {
                 "UPDATE {table} SET state = $4, result = $5, updated_at = {NOW}, lease_until = NULL, \
                  retain_until = {NOW} + $6::int8 * interval '1 millisecond', progress = NULL WHERE {fenced}"
             ),
-            Sql::Release => format!("DELETE FROM {table} WHERE {fenced}"),
+            Sql::Release => format!(
+                "WITH released AS (DELETE FROM {table} WHERE {fenced} \
+                   RETURNING charge_budget, charge_scope, charge_start_ms, charge_amount), \
+                 refunded AS (UPDATE {budgets} AS w SET used = greatest(w.used - r.charge_amount, 0) \
+                   FROM released AS r WHERE w.budget = r.charge_budget AND w.scope = r.charge_scope \
+                   AND w.start_ms = r.charge_start_ms RETURNING 1) \
+                 SELECT count(*) FROM released"
+            ),
             Sql::Abandon => format!("UPDATE {table} SET lease_until = {NOW}, updated_at = {NOW} WHERE {fenced}"),
             Sql::Purge => format!(
-                "DELETE FROM {table} WHERE (namespace, key) IN (SELECT namespace, key FROM {table} \
+                "WITH windows AS (DELETE FROM {budgets} WHERE (budget, scope, start_ms) IN (\
+                   SELECT budget, scope, start_ms FROM {budgets} WHERE start_ms + window_ms + {kept} <= {NOW_MS} \
+                   FOR UPDATE SKIP LOCKED)) \
+                 DELETE FROM {table} WHERE (namespace, key) IN (SELECT namespace, key FROM {table} \
                  WHERE retain_until <= now() AND state <> 'in_progress' LIMIT $1 FOR UPDATE SKIP LOCKED)"
+            ),
+            // The limit of the charge is the window's from now on (limits live in code).
+            Sql::Charge => format!(
+                "INSERT INTO {budgets} AS w (budget, scope, start_ms, window_ms, used, lim) \
+                 SELECT $1::text, $2::text, ms - mod(ms, greatest($3::int8, 1)), $3::int8, $5::int8, $4::int8 \
+                 FROM (SELECT {NOW_MS} AS ms) AS now \
+                 ON CONFLICT (budget, scope, start_ms) DO UPDATE SET used = w.used + excluded.used, lim = excluded.lim \
+                 WHERE $6::bool OR w.used + excluded.used <= excluded.lim + w.raised \
+                 RETURNING {WINDOW_COLUMNS}"
+            ),
+            Sql::InsertCharged => format!(
+                "INSERT INTO {table} (namespace, key, state, request, created_at, updated_at, lease_until, \
+                 charge_budget, charge_scope, charge_start_ms, charge_amount) \
+                 VALUES ($1, $2, 'in_progress', $3, {NOW}, {NOW}, {NOW} + $4::int8 * interval '1 millisecond', \
+                 $5, $6, $7, $8) ON CONFLICT (namespace, key) DO NOTHING RETURNING token"
+            ),
+            Sql::Window => format!(
+                "SELECT {WINDOW_COLUMNS} FROM {budgets} WHERE budget = $1 AND scope = $2 \
+                 AND start_ms = {NOW_MS} - mod({NOW_MS}, greatest($3::int8, 1))"
             ),
         });
         Queries { schema: schema.to_owned(), texts: texts.into() }

@@ -242,7 +242,7 @@ impl PgStore {
 
 /// Both futures' outputs, polled together: statements on one connection started this way
 /// are pipelined, sent in the order given without waiting for each other's answers.
-async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+pub(super) async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
     let (mut a, mut b) = (pin!(a), pin!(b));
     let (mut a_done, mut b_done) = (None, None);
     poll_fn(|cx| {

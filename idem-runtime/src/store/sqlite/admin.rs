@@ -5,8 +5,10 @@ use std::time::Duration;
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::budgets::Held;
 use super::write::text;
 use super::{SqliteStore, backend, duration_ms, read_record, reissue};
+use crate::store::budget::{Adjustment, BudgetQuery, BudgetWindow};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 const SET_DONE: &str = concat!(
@@ -32,8 +34,6 @@ const COUNT: &str = concat!(
     " THEN 'abandoned' ELSE state END AS shown, count(*), min(created_at_ms) FROM idem_records \
      GROUP BY namespace, shown ORDER BY namespace, shown"
 );
-
-const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key = ?2 AND state = 'in_progress'";
 
 /// The conditions of a listing: `?1` state, `?2` namespace, `?3` key prefix, `?4` minimum
 /// age in ms, `?5` whether the lease is live.
@@ -125,21 +125,16 @@ impl Admin for SqliteStore {
     }
 
     fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        self.execute_fenced("resolve", RELEASE_ANY, vec![text(id.namespace), text(id.key)])
+        // Refunds the record's charge in the same transaction.
+        self.release_refunding("resolve", Held::Any(id))
     }
 
-    fn budgets(
-        &self,
-        _query: &crate::store::budget::BudgetQuery<'_>,
-    ) -> Result<Vec<crate::store::budget::BudgetWindow>, StoreError> {
-        todo!("budgets")
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
+        self.list_budgets(query)
     }
 
-    fn adjust_budget(
-        &self,
-        _adjustment: &crate::store::budget::Adjustment<'_>,
-    ) -> Result<crate::store::budget::BudgetWindow, StoreError> {
-        todo!("budgets")
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
+        self.adjust(adjustment)
     }
 
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {

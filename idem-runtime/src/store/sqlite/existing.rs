@@ -14,7 +14,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::open::{SCHEMA, SqliteStoreBuilder};
+use super::open::SqliteStoreBuilder;
+use super::schema::SCHEMA;
 use super::{SCHEMA_VERSION, SqliteStore};
 use crate::store::StoreError;
 

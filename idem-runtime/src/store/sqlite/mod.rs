@@ -1,30 +1,6 @@
 //! The SQLite store: one file, shared by every thread and process that opens it.
 //!
-//! # Schema (version 3, kept in `PRAGMA user_version`)
-//!
-//! ```sql
-//! CREATE TABLE idem_records (
-//!     token          INTEGER PRIMARY KEY AUTOINCREMENT, -- the fencing token
-//!     namespace      TEXT NOT NULL,
-//!     key            TEXT NOT NULL,
-//!     state          TEXT NOT NULL,     -- 'in_progress' | 'completed' | 'failed'
-//!     request        TEXT NOT NULL,     -- the compared fields, canonical JSON
-//!     result         TEXT,              -- result JSON (completed) or error JSON (failed)
-//!     created_at_ms  INTEGER NOT NULL,  -- ms since the Unix epoch, SQLite's clock
-//!     updated_at_ms  INTEGER NOT NULL,
-//!     lease_until_ms INTEGER,           -- NULL once settled
-//!     retain_until_ms INTEGER,          -- settled records: kept until then (version 2)
-//!     progress       TEXT,              -- in progress: the body's last message (version 3)
-//!     UNIQUE (namespace, key)
-//! );
-//! CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
-//!     WHERE retain_until_ms IS NOT NULL;
-//! ```
-//!
-//! Older files are migrated in place on open, one version after the other, in one
-//! transaction. Version 1 (without `retain_until_ms`): settled records get the default
-//! retention counted from their last change. Version 2 (without `progress`): records get
-//! no progress message.
+//! The schema, its version and its migrations: `sqlite/schema.rs`.
 //!
 //! The token is the `AUTOINCREMENT` rowid: SQLite never hands out a rowid twice, even
 //! after the row is deleted, so tokens only grow across release and re-reservation. A
@@ -52,7 +28,7 @@ use super::{
 use rusqlite::types::Value;
 
 /// The schema version this code writes and reads.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 /// How many unused connections the pool keeps open.
 const MAX_IDLE: usize = 8;
 /// How often `reserve` retries when the record it lost to vanished before it could be read.
@@ -94,9 +70,11 @@ const TAKE_OVER_FIND: &str = concat!(
 
 const TAKE_OVER_DELETE: &str = "DELETE FROM idem_records WHERE token = ?1";
 
+/// The new row of a reissued record keeps what its reservation charged (`?6`..`?9`).
 const TAKE_OVER_INSERT: &str = concat!(
     "INSERT INTO idem_records (namespace, key, state, request, created_at_ms, updated_at_ms, \
-     lease_until_ms) SELECT ?1, ?2, 'in_progress', ?3, ?4, now.ms, now.ms + ?5 FROM (SELECT ",
+     lease_until_ms, charge_budget, charge_scope, charge_start_ms, charge_amount) \
+     SELECT ?1, ?2, 'in_progress', ?3, ?4, now.ms, now.ms + ?5, ?6, ?7, ?8, ?9 FROM (SELECT ",
     now_ms!(),
     " AS ms) AS now RETURNING token"
 );
@@ -203,6 +181,7 @@ impl SqliteStore {
 
 /// Gives the in-progress record `token` holds a new, larger token (a new row: tokens are
 /// row ids), its lease ending `lease_ms` from now: a take-over, or an operator's reopen.
+/// The new row keeps the old one's charge: an effect may have happened.
 fn reissue(
     tx: &Transaction<'_>,
     token: i64,
@@ -211,9 +190,13 @@ fn reissue(
     created_at_ms: i64,
     lease_ms: i64,
 ) -> Result<i64, StoreError> {
+    let charged = budgets::charge_of(tx, token)?;
     tx.prepare_cached(TAKE_OVER_DELETE).and_then(|mut stmt| stmt.execute([token])).map_err(backend)?;
     let mut insert = tx.prepare_cached(TAKE_OVER_INSERT).map_err(backend)?;
-    insert.query_row((id.namespace, id.key, request, created_at_ms, lease_ms), |row| row.get(0)).map_err(backend)
+    let [budget, scope, start_ms, amount] = charged;
+    let params =
+        rusqlite::params![id.namespace, id.key, request, created_at_ms, lease_ms, budget, scope, start_ms, amount];
+    insert.query_row(params, |row| row.get(0)).map_err(backend)
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
@@ -282,10 +265,10 @@ impl Store for SqliteStore {
 
     fn reserve_charged(
         &self,
-        _request: Reserve<'_>,
-        _charge: crate::store::budget::Charge<'_>,
+        request: Reserve<'_>,
+        charge: crate::store::budget::Charge<'_>,
     ) -> Result<Reservation, StoreError> {
-        todo!("SQLite budgets")
+        self.reserve_charging(request, &charge)
     }
 
     fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
@@ -348,6 +331,12 @@ impl Store for SqliteStore {
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
+        // A row's charge is fixed when its token is issued, so what this read finds holds
+        // until the row goes: a charged record is released with its refund, in one
+        // transaction; any other in a commit shared with other callers' writes.
+        if self.with_conn("release", |conn| budgets::is_charged(conn, token))? {
+            return self.release_refunding("release", budgets::Held::Token(token, id));
+        }
         self.execute_fenced("release", RELEASE, vec![Value::Integer(token), text(id.namespace), text(id.key)])
     }
 
@@ -359,7 +348,9 @@ impl Store for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_write("purge", |conn| {
             let mut stmt = conn.prepare_cached(PURGE).map_err(backend)?;
-            stmt.execute([limit]).map_err(backend)
+            let purged = stmt.execute([limit]).map_err(backend)?;
+            budgets::purge_windows(conn)?;
+            Ok(purged)
         })
     }
 }
@@ -367,12 +358,16 @@ impl Store for SqliteStore {
 crate::store::async_store_from_sync!(SqliteStore);
 
 mod admin;
+mod budgets;
 mod existing;
 #[cfg(test)]
 mod existing_tests;
 mod identity;
+#[cfg(test)]
+mod migration_tests;
 mod open;
 mod pool;
+mod schema;
 #[cfg(test)]
 mod tests;
 pub(super) mod transaction;

@@ -9,55 +9,13 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use super::identity::{FileId, Identity};
+use super::schema::{MIGRATIONS, SCHEMA};
 use super::writers::Writers;
 use super::{SCHEMA_VERSION, SqliteStore, backend};
 use crate::store::StoreError;
 
 /// The longest pause between two attempts to set a file up while another connection holds it.
 const MAX_INIT_PAUSE: Duration = Duration::from_millis(20);
-
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS idem_records (
-    token INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace TEXT NOT NULL,
-    key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    request TEXT NOT NULL,
-    result TEXT,
-    created_at_ms INTEGER NOT NULL,
-    updated_at_ms INTEGER NOT NULL,
-    lease_until_ms INTEGER,
-    retain_until_ms INTEGER,
-    progress TEXT,
-    UNIQUE (namespace, key)
-);
-CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
-    WHERE retain_until_ms IS NOT NULL;
-PRAGMA user_version = 3;
-";
-
-/// From version 1: retention per record. Settled records keep the default retention,
-/// counted from their last change.
-pub(super) const MIGRATE_1_TO_2: &str = concat!(
-    "ALTER TABLE idem_records ADD COLUMN retain_until_ms INTEGER;
-     UPDATE idem_records SET retain_until_ms = updated_at_ms + ",
-    "604800000", // DEFAULT_RETAIN (store/defaults.rs) in ms: 7 days
-    " WHERE state IN ('completed', 'failed');
-     DROP INDEX IF EXISTS idem_records_purge;
-     CREATE INDEX IF NOT EXISTS idem_records_retention ON idem_records (retain_until_ms)
-         WHERE retain_until_ms IS NOT NULL;
-     PRAGMA user_version = 2;"
-);
-
-/// From version 2: a running call's progress message. Existing records have none; adding
-/// a column without a default rewrites no row.
-pub(super) const MIGRATE_2_TO_3: &str = "ALTER TABLE idem_records ADD COLUMN progress TEXT;
-     PRAGMA user_version = 3;";
-
-/// The migration from each old version to the next, starting with version 1's: a file at
-/// version `v` runs `MIGRATIONS[v - 1..]` in order, in one transaction.
-const MIGRATIONS: [&str; 2] = [MIGRATE_1_TO_2, MIGRATE_2_TO_3];
-const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION - 1, "one migration per older version");
 
 // The statements of every call (INSERT, SELECT, RENEW, COMPLETE) are written without spare
 // spaces: rusqlite hashes, compares and copies a statement's text each time it takes it
@@ -113,8 +71,8 @@ impl SqliteStoreBuilder {
     ///
     /// A database another application already uses may hold the store too: that is what
     /// [`SqliteStore::transaction`] is for, with the application's tables and idem's in one
-    /// file. Its tables and rows are left alone; `open` adds the table `idem_records`, its
-    /// index `idem_records_retention` (and SQLite's `sqlite_sequence`), sets `PRAGMA
+    /// file. Its tables and rows are left alone; `open` adds the tables `idem_records` and
+    /// `idem_budgets`, the index `idem_records_retention` (and SQLite's `sqlite_sequence`), sets `PRAGMA
     /// user_version` to idem's schema version, and switches the file to WAL journal mode,
     /// which persists: every connection to the file then uses WAL (its `-wal` and `-shm`
     /// files beside it, a local disk). idem keeps its schema version in `user_version`, so

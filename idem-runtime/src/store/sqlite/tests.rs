@@ -40,6 +40,20 @@ fn passes_the_conformance_checks() {
     });
 }
 
+/// Budgets, at both durabilities: at `FULL` writers take turns in the store, at `NORMAL`
+/// they meet at SQLite's lock.
+#[test]
+fn passes_the_budget_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = AtomicUsize::new(0);
+    for synchronous in [Synchronous::Full, Synchronous::Normal] {
+        crate::testing::conformance::check_budgets(|| {
+            let path = dir.path().join(format!("budgets-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+            SqliteStore::builder(path).synchronous(synchronous).open().unwrap()
+        });
+    }
+}
+
 #[test]
 fn first_open_creates_directories_file_and_schema() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,123 +174,6 @@ fn unreadable_rows_are_corrupt_and_name_the_key() {
 fn is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SqliteStore>();
-}
-
-/// A file written by the first schema (before per-record retention) opens, keeps its
-/// records, and gives settled ones the default retention.
-#[test]
-fn a_version_1_file_is_migrated_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v1.db");
-    raw(&path)
-        .execute_batch(
-            "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
-                 key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
-                 created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
-                 UNIQUE (namespace, key));
-             CREATE INDEX idem_records_purge ON idem_records (state, updated_at_ms);
-             INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL);
-             INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15);
-             PRAGMA user_version = 1;",
-        )
-        .unwrap();
-    let store = SqliteStore::open(&path).unwrap();
-    let old = store.read(id("old")).unwrap().unwrap();
-    assert_eq!(old.state, RecordState::Completed { result: "\"kept\"".into() });
-    assert_eq!(old.retain_until_ms, Some(2000 + crate::store::DEFAULT_RETAIN.as_millis() as i64));
-    let running = store.read(id("running")).unwrap().unwrap();
-    assert_eq!(running.retain_until_ms, None);
-    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
-    assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
-    // Through version 2 to 3: the progress column exists and the old record has none.
-    assert!(matches!(running.state, RecordState::InProgress { progress: None, .. }), "{running:?}");
-    store
-        .renew(Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress: Some("p") })
-        .unwrap();
-    let renewed = store.read(id("running")).unwrap().unwrap();
-    assert!(matches!(renewed.state, RecordState::InProgress { progress: Some(ref p), .. } if p == "p"), "{renewed:?}");
-}
-
-/// The records table of schema version 2, before progress messages.
-const V2_TABLE: &str = "CREATE TABLE idem_records (token INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL,
-    key TEXT NOT NULL, state TEXT NOT NULL, request TEXT NOT NULL, result TEXT,
-    created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, lease_until_ms INTEGER,
-    retain_until_ms INTEGER, UNIQUE (namespace, key));";
-
-/// A file of version 2 (before progress messages) opens as version 3, keeps its records
-/// byte for byte, and its in-progress record reads with no message, then takes one.
-#[test]
-fn a_version_2_file_is_migrated_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v2.db");
-    let conn = raw(&path);
-    conn.execute_batch(V2_TABLE).unwrap();
-    conn.execute_batch(
-        "CREATE INDEX idem_records_retention ON idem_records (retain_until_ms)
-             WHERE retain_until_ms IS NOT NULL;
-         INSERT INTO idem_records VALUES (7, 'sqlite-test', 'old', 'completed', '{}', '\"kept\"', 1000, 2000, NULL, 5000);
-         INSERT INTO idem_records VALUES (8, 'sqlite-test', 'running', 'in_progress', '{}', NULL, 1000, 1000, 9e15, NULL);
-         PRAGMA user_version = 2;",
-    )
-    .unwrap();
-    drop(conn);
-    let store = SqliteStore::open(&path).unwrap();
-    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
-    let old = store.read(id("old")).unwrap().unwrap();
-    assert_eq!(
-        old,
-        Record {
-            request: "{}".into(),
-            token: Token(7),
-            created_at_ms: 1000,
-            updated_at_ms: 2000,
-            retain_until_ms: Some(5000),
-            state: RecordState::Completed { result: "\"kept\"".into() },
-        }
-    );
-    let running = store.read(id("running")).unwrap().unwrap();
-    assert_eq!(running.token, Token(8));
-    assert_eq!(
-        running.state,
-        RecordState::InProgress { lease_until_ms: 9_000_000_000_000_000, lease_expired: false, progress: None }
-    );
-    let renewal = |progress| Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress };
-    store.renew(renewal(Some("half way"))).unwrap();
-    let renewed = store.read(id("running")).unwrap().unwrap();
-    assert!(
-        matches!(&renewed.state, RecordState::InProgress { progress: Some(p), .. } if p == "half way"),
-        "{renewed:?}"
-    );
-    drop(store);
-    // Opening again finds version 3 and migrates nothing twice.
-    let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.read(id("running")).unwrap().unwrap().state, renewed.state);
-}
-
-/// Concurrent opens of one version-2 file migrate it once: the others wait for the write
-/// lock, then find version 3.
-#[test]
-fn concurrent_opens_of_a_version_2_file_migrate_it_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v2-race.db");
-    let conn = raw(&path);
-    conn.execute_batch(V2_TABLE).unwrap();
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA user_version = 2;").unwrap();
-    drop(conn);
-    let barrier = Barrier::new(6);
-    std::thread::scope(|scope| {
-        for _ in 0..6 {
-            scope.spawn(|| {
-                barrier.wait();
-                let store = SqliteStore::open(&path).unwrap();
-                reserve(&store, "after-migration");
-            });
-        }
-    });
-    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
 }
 
 /// A file that another connection keeps locked for longer than the busy timeout fails to

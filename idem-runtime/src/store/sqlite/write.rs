@@ -24,7 +24,7 @@ impl SqliteStore {
     }
 
     /// This connection's turn to write, at `FULL`; see [`writers`](super::writers) for why not at `NORMAL`.
-    fn wait_turn(&self) -> Result<Option<Turn<'_>>, StoreError> {
+    pub(super) fn wait_turn(&self) -> Result<Option<Turn<'_>>, StoreError> {
         if self.options.synchronous() != Synchronous::Full {
             return Ok(None);
         }

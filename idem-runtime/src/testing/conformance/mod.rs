@@ -11,6 +11,7 @@ use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reser
 
 mod admin;
 mod approvals;
+mod budgets;
 mod race;
 mod renew;
 mod through_async;
@@ -18,6 +19,7 @@ mod unreadable;
 
 pub use admin::check_admin;
 pub use approvals::check_approvals;
+pub use budgets::check_budgets;
 pub use race::check_exclusive_reserve;
 pub use through_async::check_async_store;
 pub use unreadable::{PlantRecord, check_unknown_state};

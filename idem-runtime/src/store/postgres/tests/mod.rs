@@ -105,6 +105,14 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     crate::testing::conformance::check_approvals(|| db.store());
 }
 
+/// Budgets, through the sync entry (which runs the async impl to its end on the calling
+/// thread, with connections driven by the store's IO thread).
+#[test]
+fn passes_the_budget_checks() {
+    let Some(db) = TestDb::get("passes_the_budget_checks") else { return };
+    crate::testing::conformance::check_budgets(|| db.store());
+}
+
 /// The same checks with every reservation reading first (what a store does after a
 /// stretch of repeats), so that both ways of reserving keep every promise.
 #[test]
@@ -185,6 +193,9 @@ fn a_version_1_schema_is_migrated_with_its_records() {
     db.sql(&format!(
         "ALTER TABLE {s}.idem_records ADD CONSTRAINT idem_records_state
              CHECK (state IN ('in_progress', 'completed', 'failed'));
+         DROP TABLE {s}.idem_budgets;
+         ALTER TABLE {s}.idem_records DROP COLUMN charge_budget, DROP COLUMN charge_scope,
+             DROP COLUMN charge_start_ms, DROP COLUMN charge_amount;
          ALTER TABLE {s}.idem_records DROP COLUMN progress;
          DELETE FROM {s}.idem_schema_version WHERE version > 1;"
     ))
@@ -204,7 +215,7 @@ fn a_version_1_schema_is_migrated_with_its_records() {
 }
 
 /// A schema at version 2 holding an in-progress record is brought to version 3 (the
-/// progress column) by the next store that uses it: the record reads back as it was, with
+/// progress column) and 4 (budgets) by the next store that uses it: the record reads back as it was, with
 /// no progress message, and its holder can still renew it and report progress.
 #[test]
 fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
@@ -212,9 +223,12 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     let old = db.store();
     let Ok(Reservation::Acquired { token }) = reserve(&old, "running") else { panic!("a new key is acquired") };
     let s = old.schema().to_owned();
-    // Back to what version 2 left: no progress column, no version 3 row.
+    // Back to what version 2 left: no progress column, no budgets, no version 3 or 4 rows.
     db.sql(&format!(
-        "ALTER TABLE {s}.idem_records DROP COLUMN progress;
+        "DROP TABLE {s}.idem_budgets;
+         ALTER TABLE {s}.idem_records DROP COLUMN charge_budget, DROP COLUMN charge_scope,
+             DROP COLUMN charge_start_ms, DROP COLUMN charge_amount;
+         ALTER TABLE {s}.idem_records DROP COLUMN progress;
          DELETE FROM {s}.idem_schema_version WHERE version > 2;"
     ))
     .unwrap();
@@ -227,8 +241,8 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     );
     db.sql(&format!(
         "DO $$ BEGIN
-           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '1,2,3' THEN
-             RAISE EXCEPTION 'not migrated to 3';
+           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '1,2,3,4' THEN
+             RAISE EXCEPTION 'not migrated to 4';
            END IF;
          END $$;"
     ))
