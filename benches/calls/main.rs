@@ -23,7 +23,8 @@
 //!   process, against a hand-written middleware: first requests and replays.
 //!
 //! `IDEM_BENCH_QUICK=1 cargo bench` runs a few iterations of everything: the smoke mode
-//! that `tests/bench_smoke.rs` runs inside `cargo test --workspace`.
+//! that `tests/bench_smoke.rs` runs inside `cargo test --workspace`. `IDEM_BENCH_ROUNDS=1`
+//! also prints every round's time per call of both sides, to see why a median moved.
 //!
 //! The modules: `tool` (the bench tool with idem, its arguments and the answer checks),
 //! `hand` (the hand-written baselines), `per_call`, `throughput` and `postgres` (the
@@ -76,6 +77,9 @@ pub struct Settings {
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
     /// `keys`, `sqlite-full`, `sqlite-normal`, `budget`, `postgres`, `http`, `throughput`, `first-calls`; for profiling one of them.
     pub only: Option<String>,
+    /// Prints every round's times too (`IDEM_BENCH_ROUNDS` set and not 0), to see why a
+    /// median moved between runs.
+    pub show_rounds: bool,
 }
 
 /// Calls per key in the throughput runs.
@@ -84,22 +88,24 @@ pub const DUPLICATES: usize = 4;
 impl Settings {
     /// The run whose figures BENCHMARKS.md reports.
     pub fn full() -> Self {
-        Settings { quick: false, keys: 1000, repetitions: 3, rounds: 31, only: None }
+        Settings { quick: false, keys: 1000, repetitions: 3, rounds: 31, only: None, show_rounds: false }
     }
 
     /// A few rounds of a few keys, for CI and tests/bench_smoke.rs.
     pub fn quick() -> Self {
-        Settings { quick: true, keys: 8, repetitions: 1, rounds: 3, only: None }
+        Settings { quick: true, keys: 8, repetitions: 1, rounds: 3, only: None, show_rounds: false }
     }
 
     /// [`Settings::full`], or [`Settings::quick`] when `IDEM_BENCH_QUICK` is set and not 0;
-    /// `IDEM_BENCH_ONLY` picks the groups.
+    /// `IDEM_BENCH_ONLY` picks the groups, `IDEM_BENCH_ROUNDS` prints every round.
     pub fn from_env() -> Self {
-        let settings = match std::env::var("IDEM_BENCH_QUICK") {
-            Ok(value) if !value.is_empty() && value != "0" => Settings::quick(),
-            _ => Settings::full(),
-        };
-        Settings { only: std::env::var("IDEM_BENCH_ONLY").ok().filter(|only| !only.is_empty()), ..settings }
+        let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.is_empty() && value != "0");
+        let settings = if set("IDEM_BENCH_QUICK") { Settings::quick() } else { Settings::full() };
+        Settings {
+            only: std::env::var("IDEM_BENCH_ONLY").ok().filter(|only| !only.is_empty()),
+            show_rounds: set("IDEM_BENCH_ROUNDS"),
+            ..settings
+        }
     }
 
     fn runs(&self, group: &str) -> bool {

@@ -262,6 +262,20 @@ impl Report {
         (judged.iter().filter(|met| **met).count(), judged.len())
     }
 
+    /// Every round's time per call of both sides of every row (`IDEM_BENCH_ROUNDS`): a median
+    /// that moves between runs is explained by what its rounds did (a slow stretch that hit
+    /// one side's rounds and not the other's, a warm-up that did not end).
+    fn print_rounds(&self) {
+        println!("## Rounds (µs per call in each round, in order; idem, then hand-written)");
+        println!();
+        let micros = |ns: &[f64]| ns.iter().map(|ns| format!("{:.1}", ns / 1000.0)).collect::<Vec<_>>().join(" ");
+        for row in &self.rows {
+            println!("{} / {} / idem: {}", row.store, row.call, micros(&row.pair.idem));
+            println!("{} / {} / hand: {}", row.store, row.call, micros(&row.pair.base));
+        }
+        println!();
+    }
+
     /// Every table, the targets and the wall time, on stdout.
     pub fn print(&self, settings: &Settings) {
         println!();
@@ -272,6 +286,9 @@ impl Report {
         if let Some(server) = &self.postgres {
             println!("PostgreSQL server: {server}");
             println!();
+        }
+        if settings.show_rounds {
+            self.print_rounds();
         }
         println!(
             "## Throughput (SQLite, {} keys x {} calls each, shuffled; medians of {}; vs 1 thread: paired per repetition)",

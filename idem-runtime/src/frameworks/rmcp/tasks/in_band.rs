@@ -11,12 +11,12 @@
 //! later call (on any worker) follows it.
 
 use rmcp::model::{
-    ClientResult, ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, ServerRequest,
+    ClientResult, ElicitRequest, ElicitationAction, InputRequest, InputRequests, InputRequiredResult, ServerRequest,
 };
 use serde_json::Value;
 
-use super::served::Client;
+use super::client::Client;
+use super::state::question;
 use crate::approval::{self, DecideError, Request};
 use crate::call::Tool;
 use crate::key::Key;
@@ -75,20 +75,6 @@ pub(super) async fn ask(
             tracing::warn!(target: "idem", tool = tool.name, %error, "the client could not ask its user for approval; it answers APPROVAL_REQUIRED");
             false
         }
-    }
-}
-
-/// The question the user sees: the action's text and the compared fields, to accept or
-/// decline (no fields to fill in).
-pub(super) fn question(tool: &Tool, asked: &Request) -> ElicitRequestParams {
-    let message = format!(
-        "{} needs your approval: {}\n\nExactly this will be approved: {} ({}).\nAccept to approve it, decline to refuse it.",
-        tool.name, asked.text, asked.request, asked.key
-    );
-    ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message,
-        requested_schema: ElicitationSchema::builder().build().expect("an empty object schema"),
     }
 }
 

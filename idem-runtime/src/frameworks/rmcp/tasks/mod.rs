@@ -27,6 +27,7 @@
 //! The server opts in with `#[idem::tasks]` on its `ServerHandler` impl, below
 //! `#[tool_handler]`; what that expansion and `#[idempotent]`'s call is here.
 
+mod client;
 mod ids;
 mod in_band;
 pub(crate) mod records;
@@ -50,8 +51,9 @@ use crate::key::{KeyPart, scope_prefix};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, RecordId, now_ms};
 
+pub use client::Client;
 pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
-pub use served::{Client, SERVING, Tasks};
+pub use served::{SERVING, Tasks};
 
 /// What a client asks of a task.
 #[derive(Clone, Copy, Debug, PartialEq)]

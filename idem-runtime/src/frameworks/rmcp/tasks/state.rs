@@ -21,14 +21,14 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{
-    CallToolResponse, DetailedTask, ElicitRequest, InputRequest, InputRequests, JsonObject, Task, TaskPayload,
-    TaskStatus,
+    CallToolResponse, DetailedTask, ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest, InputRequests,
+    JsonObject, Task, TaskPayload, TaskStatus,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::records::{self, Run, cancel_key, end_key};
-use crate::approval::State;
+use crate::approval::{Request, State};
 use crate::call::{Tool, answers};
 use crate::error::Error;
 use crate::key::Key;
@@ -154,7 +154,7 @@ where
         Some(State::Pending(request)) if same(&request) => {
             let mut waiting = task(TaskStatus::InputRequired, request.asked_at_ms);
             waiting.status_message = Some(format!("waiting for a person's approval: {}", request.text));
-            let question = InputRequest::Elicitation(ElicitRequest::new(super::in_band::question(tool, &request)));
+            let question = InputRequest::Elicitation(ElicitRequest::new(question(tool, &request)));
             let input_requests = InputRequests::from([(super::APPROVAL_INPUT.to_owned(), question)]);
             DetailedTask::new(waiting, TaskPayload::InputRequired { input_requests })
         }
@@ -239,4 +239,18 @@ pub(super) fn millis(duration: Duration) -> u64 {
 
 fn millis_i64(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The question the user sees: the action's text and the compared fields, to accept or
+/// decline (no fields to fill in).
+pub(super) fn question(tool: &Tool, asked: &Request) -> ElicitRequestParams {
+    let message = format!(
+        "{} needs your approval: {}\n\nExactly this will be approved: {} ({}).\nAccept to approve it, decline to refuse it.",
+        tool.name, asked.text, asked.request, asked.key
+    );
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: ElicitationSchema::builder().build().expect("an empty object schema"),
+    }
 }
