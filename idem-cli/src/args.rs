@@ -295,7 +295,7 @@ fn noted(text: &str) -> Result<String, String> {
 /// A raise's amount: a number above zero, at most 9e12, at least a millionth.
 fn raise_amount(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(amount) if amount.is_finite() && amount >= 0.000_001 && amount <= 9.0e12 => Ok(amount),
+        Ok(amount) if (0.000_001..=9.0e12).contains(&amount) => Ok(amount),
         _ => Err(format!("{text:?} is not an amount to raise by: write a number above zero, e.g. 5 or 250.50")),
     }
 }

@@ -41,6 +41,6 @@ pub(super) fn check(plan: &Plan) -> Option<TokenStream> {
     let at = super::krate_at(plan, path.span());
     let compare = &plan.compare_names;
     Some(quote_spanned!(path.span()=>
-        const _: &'static #at::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
+        const _: &#at::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
     ))
 }

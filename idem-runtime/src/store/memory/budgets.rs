@@ -38,18 +38,18 @@ impl Budgets {
     pub(super) fn charge(&mut self, charge: &Charge<'_>, now: i64) -> Result<Charged, BudgetWindow> {
         let start_ms = window_start(now, charge.window_ms);
         let key = (charge.budget.to_owned(), charge.scope.to_owned(), start_ms);
-        let window = self.0.entry(key.clone()).or_insert(Window {
-            window_ms: charge.window_ms,
-            used: 0,
-            limit: charge.limit,
-            raised: 0,
-            adjusted: None,
-        });
-        window.limit = charge.limit;
-        if !charge.past_limit && window.used.saturating_add(charge.amount) > window.limit.saturating_add(window.raised)
+        let fresh = Window { window_ms: charge.window_ms, used: 0, limit: charge.limit, raised: 0, adjusted: None };
+        let current = self.0.get(&key).unwrap_or(&fresh);
+        if !charge.past_limit
+            && current.used.saturating_add(charge.amount) > charge.limit.saturating_add(current.raised)
         {
-            return Err(window.read(&key));
+            // Refused, as the SQL stores refuse: nothing changes, not even a window made.
+            let mut refused = current.read(&key);
+            refused.limit = charge.limit;
+            return Err(refused);
         }
+        let window = self.0.entry(key.clone()).or_insert(fresh);
+        window.limit = charge.limit;
         window.used = window.used.saturating_add(charge.amount);
         Ok(Charged { budget: key.0, scope: key.1, start_ms, amount: charge.amount })
     }

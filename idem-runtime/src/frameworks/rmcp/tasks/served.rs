@@ -6,8 +6,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResponse, CreateTaskResult, InputRequiredResult, Task, TaskStatus};
 use rmcp::ErrorData;
+use rmcp::model::{CallToolResponse, CreateTaskResult, InputRequiredResult, Task, TaskStatus};
 use tokio::sync::Notify;
 
 use super::client::Client;
