@@ -96,7 +96,12 @@ fn ledger() -> Connection {
 
 fn create_ledger() {
     let conn = ledger();
-    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    // A rollback journal, not WAL: a child killed inside its commit leaves a hot journal
+    // that the next reader rolls back, so a charge is either there when the parent looks or
+    // never. In WAL mode the dead writer's commit frame can sit in the WAL unseen (the
+    // wal-index was not updated) until a later connection recovers the WAL and finds it: a
+    // charge that appears after the parent looked, which the checks took for a new one.
+    conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
     conn.execute_batch(
         "CREATE TABLE dedup_charges (id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT NOT NULL UNIQUE,
              order_id TEXT NOT NULL, amount INTEGER NOT NULL, pid INTEGER NOT NULL);
