@@ -235,53 +235,45 @@ pub(crate) enum Command {
     /// and the note with the window (`budgets` shows them). The next window starts at the
     /// limit in the code again. Refused, with nothing changed, when no such window exists.
     Raise {
-        /// The budget's name, as `budgets` shows it.
-        budget: String,
         /// How much more the window may use: runs for a count budget, units of the summed
         /// field for a sum (above zero).
-        #[arg(value_parser = raise_amount)]
+        #[arg(index = 2, value_parser = raise_amount)]
         amount: f64,
-        /// The scope whose window it is (a tenant, a user), as the tool's `scope = ...` gives it.
-        #[arg(long)]
-        scope: Option<String>,
-        /// The window's start, as `budgets` prints it (2026-12-02T00:00:00.000Z), or in
-        /// milliseconds since the Unix epoch; default: the window in use now.
-        #[arg(long, value_name = "START")]
-        window: Option<String>,
-        /// Who raises it (recorded).
-        #[arg(long, value_name = "NAME", value_parser = named)]
-        by: String,
-        /// Why (recorded; required).
-        #[arg(long, value_name = "TEXT", value_parser = noted)]
-        note: String,
-        /// Do not ask for confirmation.
-        #[arg(long, short)]
-        yes: bool,
+        #[command(flatten)]
+        change: WindowChange,
     },
     /// Reset one window's use to zero: its calls may use its whole limit again until it ends.
     ///
     /// As `raise`: the current window unless --window, printed first, asked (unless --yes),
     /// recorded with who, when, what it had used and the note.
     Reset {
-        /// The budget's name, as `budgets` shows it.
-        budget: String,
-        /// The scope whose window it is (a tenant, a user), as the tool's `scope = ...` gives it.
-        #[arg(long)]
-        scope: Option<String>,
-        /// The window's start, as `budgets` prints it, or in milliseconds since the Unix
-        /// epoch; default: the window in use now.
-        #[arg(long, value_name = "START")]
-        window: Option<String>,
-        /// Who resets it (recorded).
-        #[arg(long, value_name = "NAME", value_parser = named)]
-        by: String,
-        /// Why (recorded; required).
-        #[arg(long, value_name = "TEXT", value_parser = noted)]
-        note: String,
-        /// Do not ask for confirmation.
-        #[arg(long, short)]
-        yes: bool,
+        #[command(flatten)]
+        change: WindowChange,
     },
+}
+
+/// Which budget window `raise` or `reset` changes, who changes it and why.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WindowChange {
+    /// The budget's name, as `budgets` shows it.
+    #[arg(index = 1)]
+    pub(crate) budget: String,
+    /// The scope whose window it is (a tenant, a user), as the tool's `scope = ...` gives it.
+    #[arg(long)]
+    pub(crate) scope: Option<String>,
+    /// The window's start, as `budgets` prints it (2026-12-02T00:00:00.000Z), or in
+    /// milliseconds since the Unix epoch; default: the window in use now.
+    #[arg(long, value_name = "START")]
+    pub(crate) window: Option<String>,
+    /// Who changes it (recorded).
+    #[arg(long, value_name = "NAME", value_parser = named)]
+    pub(crate) by: String,
+    /// Why (recorded; required).
+    #[arg(long, value_name = "TEXT", value_parser = noted)]
+    pub(crate) note: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub(crate) yes: bool,
 }
 
 /// A note that must say something: not empty, not only spaces.
@@ -415,4 +407,16 @@ fn age(text: &str) -> Result<std::time::Duration, String> {
         _ => return Err(format!("{text:?} has no unit: write e.g. 30s, 5m, 2h or 7d")),
     };
     Ok(std::time::Duration::from_millis(number.saturating_mul(ms)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the definitions (clashing positions, names) only when a command is
+    /// parsed; this checks every subcommand's at once.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

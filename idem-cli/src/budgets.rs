@@ -5,6 +5,7 @@ use idem_runtime::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetW
 use idem_runtime::store::{Admin, StoreError, rfc3339};
 use serde_json::json;
 
+use crate::args::WindowChange;
 use crate::render::when;
 
 /// `idem budgets`: the windows the filters select, newest first.
@@ -78,12 +79,13 @@ fn json_line(window: &BudgetWindow) -> serde_json::Value {
 /// the budget and scope unless `window` names another (its start as `budgets` prints it).
 pub(crate) fn adjust(
     store: &dyn Admin,
-    (budget, scope, window): (&str, Option<&str>, Option<&str>),
+    change: &WindowChange,
     raise: Option<f64>,
-    (by, note): (&str, &str),
-    yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
+    let WindowChange { budget, scope, window, by, note, yes } = change;
+    let (budget, scope, window, by, note) =
+        (budget.as_str(), scope.as_deref(), window.as_deref(), by.as_str(), note.as_str());
     let prefix = scope.map(scope_of).unwrap_or_default();
     let chosen = find(store, budget, (scope, &prefix), window)?;
     let change = match raise {
@@ -105,7 +107,7 @@ pub(crate) fn adjust(
             rfc3339(chosen.end_ms())
         ),
     };
-    if !yes && !confirm(&question) {
+    if !*yes && !confirm(&question) {
         return Err("nothing changed".into());
     }
     let adjustment = Adjustment { window: (&chosen.budget, &chosen.scope, chosen.start_ms), change, by, note };

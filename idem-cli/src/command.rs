@@ -104,17 +104,8 @@ pub(crate) fn run(
         Command::Budgets { budget, scope, current } => {
             budgets::list(store, &budgets::Filter { budget, scope }, current, json)
         }
-        Command::Raise { budget, amount, scope, window, by, note, yes } => budgets::adjust(
-            store,
-            (&budget, scope.as_deref(), window.as_deref()),
-            Some(amount),
-            (&by, &note),
-            yes,
-            confirm,
-        ),
-        Command::Reset { budget, scope, window, by, note, yes } => {
-            budgets::adjust(store, (&budget, scope.as_deref(), window.as_deref()), None, (&by, &note), yes, confirm)
-        }
+        Command::Raise { amount, change } => budgets::adjust(store, &change, Some(amount), confirm),
+        Command::Reset { change } => budgets::adjust(store, &change, None, confirm),
         Command::Resolve { namespace, key, done, rmcp, release: _, force, yes } => {
             // Read before anything is shown or asked: a file that is not there changes nothing.
             let done = done.map(Done::read).transpose()?;

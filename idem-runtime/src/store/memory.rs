@@ -108,6 +108,20 @@ impl MemoryStore {
 }
 
 impl Entry {
+    /// A new reservation of `request` at `now`, with a new token, and what it was charged.
+    fn reserved(request: &Reserve<'_>, now: i64, charged: Option<Charged>) -> Entry {
+        Entry {
+            token: Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)),
+            request: request.request.to_owned(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            retain_until_ms: None,
+            progress: None,
+            state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
+            charged,
+        }
+    }
+
     fn to_record(&self, id: RecordId<'_>, now: i64) -> Result<Record, StoreError> {
         let state = match &self.state {
             State::InProgress { lease_until_ms } => {
@@ -148,17 +162,8 @@ impl Store for MemoryStore {
             },
             None => records.keys.entry(namespace.to_owned()).or_default(),
         };
-        let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
-        let entry = Entry {
-            token,
-            request: request.request.to_owned(),
-            created_at_ms: now,
-            updated_at_ms: now,
-            retain_until_ms: None,
-            progress: None,
-            state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
-            charged: None,
-        };
+        let entry = Entry::reserved(&request, now, None);
+        let token = entry.token;
         keys.insert(key.to_owned(), entry);
         Ok(Reservation::Acquired { token })
     }
@@ -173,17 +178,8 @@ impl Store for MemoryStore {
             Ok(charged) => charged,
             Err(window) => return Ok(Reservation::OverBudget(window)),
         };
-        let token = Token(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
-        let entry = Entry {
-            token,
-            request: request.request.to_owned(),
-            created_at_ms: now,
-            updated_at_ms: now,
-            retain_until_ms: None,
-            progress: None,
-            state: State::InProgress { lease_until_ms: now + duration_ms(request.lease) },
-            charged: Some(charged),
-        };
+        let entry = Entry::reserved(&request, now, Some(charged));
+        let token = entry.token;
         let keys = records.keys.entry(request.id.namespace.to_owned()).or_default();
         keys.insert(request.id.key.to_owned(), entry);
         Ok(Reservation::Acquired { token })
