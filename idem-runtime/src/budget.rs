@@ -47,7 +47,12 @@
 //!   take the window past the limit, even with room left for a smaller one.
 //! - **Asking a person instead.** With `over_budget = approval`, a call without room asks
 //!   for approval (the text says which budget is spent); once approved, it runs and is
-//!   charged past the limit. The approval binds the action as any approval does.
+//!   charged past the limit. The request binds the action as any approval request does:
+//!   while it waits, every call of the action answers `APPROVAL_REQUIRED` (other compared
+//!   values: `CONFLICT`), and a declined one answers `DECLINED` until an operator reopens
+//!   it, even in a later window with room. One that expires answers `APPROVAL_EXPIRED`
+//!   once; the call after it tries the budget again (and asks anew if there is still no
+//!   room).
 //! - **Operators.** `idem budgets [--budget NAME] [--scope SCOPE] [--current] [--json]`
 //!   lists windows; `idem raise BUDGET AMOUNT` adds to one window's limit and `idem reset
 //!   BUDGET` sets its use back to zero, each `--by NAME --note TEXT`, recorded with the
