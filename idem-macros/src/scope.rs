@@ -128,7 +128,7 @@ mod tests {
         let item: syn::ItemFn = syn::parse_quote! {
             #[tool]
             async fn send(&self, Extension(principal): Extension<Principal>, Parameters(Req { tenant, customer, .. }): Parameters<Req>)
-                -> Result<CallToolResult, ErrorData> { todo!() }
+                -> Result<CallToolResult, ErrorData> { body() }
         };
         assert_eq!(errors_for(item.clone(), syn::parse_quote!(principal.tenant)), None);
         let error = errors_for(item, syn::parse_quote!(principal.tenant_of(&tenant))).expect("refused");
@@ -140,7 +140,7 @@ mod tests {
         let item: syn::ItemFn = syn::parse_quote! {
             #[tool]
             async fn send(&self, Parameters(Req { customer, for_tenant, .. }): Parameters<Req>)
-                -> Result<CallToolResult, ErrorData> { todo!() }
+                -> Result<CallToolResult, ErrorData> { body() }
         };
         let error = errors_for(item, syn::parse_quote!(for_tenant.clone())).expect("refused");
         assert!(error.contains("`scope` must not read `for_tenant`"), "{error}");

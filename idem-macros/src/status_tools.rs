@@ -379,7 +379,7 @@ mod tests {
         for name in ["export_report", "send_invoice", "user_sync", "hourly_export"] {
             let method: ImplItemFn = syn::parse_str(&format!(
                 r#"#[idempotent(key = "x:<req.id>")] #[tool] async fn {name}(&self, Parameters(req): Parameters<R>)
-                   -> Result<CallToolResult, ErrorData> {{ todo!() }}"#
+                   -> Result<CallToolResult, ErrorData> {{ body() }}"#
             ))
             .unwrap();
             let tool = status_tool_of(method);
@@ -395,19 +395,19 @@ mod tests {
             syn::parse_quote! {
                 #[idempotent(key = "invoice:<month>")]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { body() }
             },
             // Below an async tool's #[tool]: #[idempotent] then sees rmcp's boxed future.
             syn::parse_quote! {
                 #[tool]
                 #[idempotent(key = "invoice:<req.id>")]
-                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { body() }
             },
             // rmcp's `Json<T>`, which #[idempotent] refuses before anything else.
             syn::parse_quote! {
                 #[idempotent(key = "invoice:<req.id>")]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<R>) -> Result<Json<Invoice>, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<Json<Invoice>, ErrorData> { body() }
             },
         ];
         for method in mistaken {
@@ -418,7 +418,7 @@ mod tests {
             impl Billing {
                 #[idempotent(key = "invoice:<month>")]
                 #[tool]
-                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { todo!() }
+                async fn send(&self, Parameters(req): Parameters<R>) -> Result<CallToolResult, ErrorData> { body() }
             }
         };
         let out = status_tools(TokenStream::new(), impl_block).expect("no error of its own").to_string();
