@@ -396,24 +396,18 @@ fn a_new_window_starts_with_nothing_used() {
     on_every_store("rollover", |open, run| {
         let shop = open().shop(run);
         // Two runs fit a window; the third waits for the next. Until the window that the
-        // answer names ends, calls are refused; from then on they run.
-        let mut refused = None;
-        for i in 0..3 {
-            match shop.ping(&format!("{run}-{i}")) {
-                Ok(_) => {}
+        // answer names ends, calls are refused; from then on they run. A window may end
+        // between two calls: calling on until one is refused reaches a full window soon
+        // (two runs per 300 ms), so the check is always made.
+        let resets_at = (0..100)
+            .find_map(|i| match shop.ping(&format!("{run}-{i}")) {
+                Ok(_) => None,
                 Err(answer) => {
                     assert_eq!(answer.code(), ErrorCode::BudgetExceeded, "{answer}");
-                    refused = Some(answer.budget().unwrap().resets_at_ms);
-                    break;
+                    Some(answer.budget().unwrap().resets_at_ms)
                 }
-            }
-        }
-        // A window may end between two of the calls: then the loop has not been refused
-        // yet, and the check is made in the next window.
-        let resets_at = match refused {
-            Some(resets_at) => resets_at,
-            None => return,
-        };
+            })
+            .expect("a window of two runs refuses a call within 100");
         let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
         while now() < resets_at + 5 {
             std::thread::sleep(Duration::from_millis((resets_at + 5 - now()).max(1) as u64));
