@@ -28,8 +28,16 @@ const NOW: &str = concat!("SELECT ", now_ms!());
 const UPSERT_WINDOW: &str = "INSERT INTO idem_budgets (budget, scope, start_ms, window_ms, used, lim) \
      VALUES (?1, ?2, ?3, ?4, 0, ?5) ON CONFLICT (budget, scope, start_ms) DO UPDATE SET lim = excluded.lim";
 
-/// A window's columns after its key, as [`window_of`] reads them.
-const WINDOW_COLUMNS: &str = "budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, adjusted_at_ms, adjusted_change, adjusted_note";
+/// A window's columns, as [`read_window`] reads them: a macro, so that the statements
+/// below are `concat!`ed constants, prepared once per connection and never formatted.
+macro_rules! window_columns {
+    () => {
+        "budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, adjusted_at_ms, adjusted_change, adjusted_note"
+    };
+}
+
+const WINDOW: &str =
+    concat!("SELECT ", window_columns!(), " FROM idem_budgets WHERE budget = ?1 AND scope = ?2 AND start_ms = ?3");
 
 const CHARGE: &str = "UPDATE idem_budgets SET used = used + ?4 WHERE budget = ?1 AND scope = ?2 AND start_ms = ?3";
 
@@ -57,10 +65,12 @@ const IS_CHARGED: &str = "SELECT charge_amount IS NOT NULL FROM idem_records \
      WHERE token = ?1 AND state = 'in_progress'";
 
 /// `?1` budget, `?2` scope (NULL: any), `?3` only windows that have not ended by `?4`.
-const LIST: &str = "SELECT budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, adjusted_at_ms, \
-     adjusted_change, adjusted_note FROM idem_budgets WHERE (?1 IS NULL OR budget = ?1) \
-     AND (?2 IS NULL OR scope = ?2) AND (NOT ?3 OR start_ms + window_ms > ?4) \
-     ORDER BY start_ms DESC, budget, scope";
+const LIST: &str = concat!(
+    "SELECT ",
+    window_columns!(),
+    " FROM idem_budgets WHERE (?1 IS NULL OR budget = ?1) AND (?2 IS NULL OR scope = ?2) \
+     AND (NOT ?3 OR start_ms + window_ms > ?4) ORDER BY start_ms DESC, budget, scope"
+);
 
 const ADJUST: &str = "UPDATE idem_budgets SET raised = raised + ?4, used = CASE WHEN ?5 THEN 0 ELSE used END, \
      adjusted_by = ?6, adjusted_at_ms = ?7, adjusted_change = ?8, adjusted_note = ?9 \
@@ -217,12 +227,11 @@ fn window_of(
     conn: &Connection,
     (budget, scope, start_ms): (&str, &str, i64),
 ) -> Result<Option<BudgetWindow>, StoreError> {
-    let sql = format!("SELECT {WINDOW_COLUMNS} FROM idem_budgets WHERE budget = ?1 AND scope = ?2 AND start_ms = ?3");
-    let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+    let mut stmt = conn.prepare_cached(WINDOW).map_err(backend)?;
     stmt.query_row(params![budget, scope, start_ms], read_window).optional().map_err(backend)
 }
 
-/// A window from the columns of [`WINDOW_COLUMNS`].
+/// A window from the columns of `window_columns!`.
 fn read_window(row: &rusqlite::Row<'_>) -> rusqlite::Result<BudgetWindow> {
     let adjusted = match row.get::<_, Option<String>>(7)? {
         Some(by) => Some(Adjusted { by, at_ms: row.get(8)?, change: row.get(9)?, note: row.get(10)? }),
