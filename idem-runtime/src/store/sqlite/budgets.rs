@@ -61,9 +61,6 @@ const RELEASE_ANY: &str = "DELETE FROM idem_records WHERE namespace = ?1 AND key
 const CHARGE_OF: &str =
     "SELECT charge_budget, charge_scope, charge_start_ms, charge_amount FROM idem_records WHERE token = ?1";
 
-const IS_CHARGED: &str = "SELECT charge_amount IS NOT NULL FROM idem_records \
-     WHERE token = ?1 AND state = 'in_progress'";
-
 /// `?1` budget, `?2` scope (NULL: any), `?3` only windows that have not ended by `?4`.
 const LIST: &str = concat!(
     "SELECT ",
@@ -198,12 +195,6 @@ impl SqliteStore {
             Ok(adjusted)
         })
     }
-}
-
-/// Whether the in-progress row of `token` was charged (`false` when there is none).
-pub(super) fn is_charged(conn: &Connection, token: i64) -> Result<bool, StoreError> {
-    let mut stmt = conn.prepare_cached(IS_CHARGED).map_err(backend)?;
-    Ok(stmt.query_row([token], |row| row.get(0)).optional().map_err(backend)?.unwrap_or(false))
 }
 
 /// What the row of `token` was charged (four NULLs when nothing), for a reissue to keep.

@@ -107,8 +107,10 @@ const COMPLETE: &str = concat!(
     "+?6,lease_until_ms=NULL,progress=NULL WHERE token=?3 AND namespace=?4 AND key=?5 AND state='in_progress'"
 );
 
+/// Releases an uncharged record only: a charged one is released with its refund
+/// ([`budgets::Held`]).
 const RELEASE: &str = "DELETE FROM idem_records \
-     WHERE token = ?1 AND namespace = ?2 AND key = ?3 AND state = 'in_progress'";
+     WHERE token = ?1 AND namespace = ?2 AND key = ?3 AND state = 'in_progress' AND charge_amount IS NULL";
 
 const PURGE: &str = concat!(
     "DELETE FROM idem_records WHERE token IN (SELECT token FROM idem_records ",
@@ -331,13 +333,14 @@ impl Store for SqliteStore {
 
     fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
         let token = i64::try_from(token.0).map_err(|_| StoreError::Fenced)?;
-        // A row's charge is fixed when its token is issued, so what this read finds holds
-        // until the row goes: a charged record is released with its refund, in one
-        // transaction; any other in a commit shared with other callers' writes.
-        if self.with_conn("release", |conn| budgets::is_charged(conn, token))? {
-            return self.release_refunding("release", budgets::Held::Token(token, id));
+        // An uncharged record (every tool without a budget) goes in a commit shared with
+        // other callers' writes, with no read first. A row's charge is fixed when its token
+        // is issued, so a row that delete left is either charged (released with its refund,
+        // in one transaction) or not this token's (fenced, there too).
+        match self.execute_fenced("release", RELEASE, vec![Value::Integer(token), text(id.namespace), text(id.key)]) {
+            Err(StoreError::Fenced) => self.release_refunding("release", budgets::Held::Token(token, id)),
+            released => released,
         }
-        self.execute_fenced("release", RELEASE, vec![Value::Integer(token), text(id.namespace), text(id.key)])
     }
 
     fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
