@@ -14,6 +14,7 @@
 //! | [`SqliteStore`] (the default) | One machine: one or many threads and processes sharing a file. WAL, a busy timeout, full durability (`synchronous = FULL`) by default; `SqliteStore::builder(path).synchronous(Synchronous::Normal)` trades power-loss durability for speed ([`Synchronous`]). |
 //! | [`MemoryStore`] | Tests and single-process tools whose keys need not survive a restart. |
 //! | `PgStore` (feature `postgres`) | Many workers on many machines sharing one PostgreSQL database; leases judged by the server's clock. See [PostgreSQL](#postgresql). |
+//! | `RedisStore` (feature `redis`) | Many workers sharing one Redis or Valkey server; as durable as the server's persistence settings, which the module [`redis`](redis/index.html) tabulates. |
 //! | your own | Any type implementing [`Store`] (sync tools) and [`AsyncStore`] (async tools): see [A store of your own](#a-store-of-your-own-for-store-authors). |
 //!
 //! `store = expr` is evaluated on every call and may be any of these, also behind `&`,
@@ -180,6 +181,9 @@ pub(crate) mod once;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
 mod sqlite;
 
 use std::future::Future;
@@ -194,6 +198,9 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PgStore, PgStoreBuilder};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis::{RedisStore, RedisStoreBuilder};
 pub use sqlite::{SqliteStore, SqliteStoreBuilder, Synchronous};
 pub use sqlite::{Transacted, TransactionError};
 

@@ -101,3 +101,10 @@ pub fn check_unknown_state<S: Store + PlantRecord>(store: &S) {
         .unwrap_or_else(|e| panic!("a record beside one in an unknown state must still complete: {e}"));
     assert!(read(store, beside).is_some(), "a record beside one in an unknown state must still read");
 }
+
+#[cfg(feature = "redis")]
+impl PlantRecord for crate::store::RedisStore {
+    fn plant_state(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        self.plant_record(id, state)
+    }
+}

@@ -1,0 +1,154 @@
+//! The operator's operations on a Redis store. Listing walks the prefix's keys with
+//! `SCAN` (a namespace's records share a name prefix) and reads them by the batch.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use redis::Value;
+
+use super::RedisStore;
+use super::fields::{self, glob_escape, namespace_prefix, record_key, window_key};
+use super::io::block_on;
+use super::scripts::SCRIPTS;
+use crate::store::admin::selects;
+use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, check_adjustment};
+use crate::store::{Admin, Completion, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
+
+impl RedisStore {
+    /// Every hash whose name matches `pattern`, with the server's time of the last batch.
+    async fn hashes(&self, pattern: &str) -> Result<(i64, Vec<HashMap<String, String>>), StoreError> {
+        let (mut cursor, mut found, mut now) = (0, Vec::new(), 0);
+        loop {
+            let (next, keys) = self.scan(pattern, cursor).await?;
+            if !keys.is_empty() {
+                let (read_at, hashes) = self.read_keys("list", keys).await?;
+                (now, found) = (read_at, [found, hashes].concat());
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        if now == 0 {
+            now = self.read_keys("list", Vec::new()).await?.0;
+        }
+        Ok((now, found))
+    }
+
+    async fn records(&self, query: &ListQuery<'_>) -> Result<(i64, Vec<ListedRecord>), StoreError> {
+        let pattern = match query.namespace {
+            Some(namespace) => format!(
+                "{}{}*",
+                glob_escape(&namespace_prefix(&self.prefix, namespace)),
+                glob_escape(query.key_prefix.unwrap_or(""))
+            ),
+            None => format!("{}:r:*", glob_escape(&self.prefix)),
+        };
+        let (now, hashes) = self.hashes(&pattern).await?;
+        let mut listed = Vec::new();
+        for found in hashes {
+            let (Some(namespace), Some(key)) = (found.get("ns"), found.get("key")) else { continue };
+            let Some(record) = fields::record(&found, now, &format!("{namespace}/{key}"))? else { continue };
+            if query.namespace.is_none_or(|wanted| wanted == namespace) && selects(query, key, &record, now) {
+                listed.push(ListedRecord::new(namespace.clone(), key.clone(), record));
+            }
+        }
+        listed.sort_by_key(|listed| (listed.record.created_at_ms, listed.record.token));
+        Ok((now, listed))
+    }
+
+    /// Plants a record in `state` for the conformance suite's unknown-state check.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        let mut command = redis::cmd("HSET");
+        command.arg(record_key(&self.prefix, id)).arg("state").arg(state).arg("token").arg(1).arg("request").arg("{}");
+        command.arg("created").arg(0).arg("updated").arg(0).arg("ns").arg(id.namespace).arg("key").arg(id.key);
+        block_on(super::io::run(&self.io, &self.link, "plant", move |mut connection| async move {
+            command.exec_async(&mut connection).await
+        }))
+    }
+}
+
+impl Admin for RedisStore {
+    fn describe(&self) -> String {
+        self.link.described.clone()
+    }
+
+    fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
+        let (_, mut listed) = block_on(self.records(query))?;
+        listed.truncate(query.limit);
+        Ok(listed)
+    }
+
+    fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError> {
+        Ok(block_on(self.records(query))?.1.len() as u64)
+    }
+
+    fn count(&self) -> Result<Vec<StateCount>, StoreError> {
+        let (now, hashes) = block_on(self.hashes(&format!("{}:r:*", glob_escape(&self.prefix))))?;
+        let mut counts: BTreeMap<(String, String), (u64, i64)> = BTreeMap::new();
+        for found in hashes {
+            let (Some(namespace), Some(state)) = (found.get("ns"), found.get("state")) else { continue };
+            let lease = fields::number(&found, "lease")?;
+            let state = match state.as_str() {
+                "in_progress" if lease.is_some_and(|until| until <= now) => "abandoned",
+                other => other,
+            };
+            let created = fields::number(&found, "created")?.unwrap_or(0);
+            let count = counts.entry((namespace.clone(), state.to_owned())).or_insert((0, i64::MAX));
+            *count = (count.0 + 1, count.1.min(created));
+        }
+        Ok(counts
+            .into_iter()
+            .map(|((namespace, state), (n, oldest))| StateCount::new(namespace, state, n, oldest))
+            .collect())
+    }
+
+    fn resolve_done(&self, id: RecordId<'_>, result: &str, retain: Duration) -> Result<(), StoreError> {
+        block_on(self.settle(id, None, Completion::Success(result), retain))
+    }
+
+    fn resolve_release(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        block_on(self.delete(id, None))
+    }
+
+    fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
+        block_on(self.fenced_unless_done("reopen", SCRIPTS.reopen.key(record_key(&self.prefix, id))))
+    }
+
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
+        let (now, hashes) = block_on(self.hashes(&format!("{}:b:*", glob_escape(&self.prefix))))?;
+        let mut listed = Vec::new();
+        for found in hashes {
+            let window = fields::window(&found, ("", ""), 0, 1, 0)?;
+            let wanted = query.budget.is_none_or(|budget| budget == window.budget)
+                && query.scope.is_none_or(|scope| scope == window.scope)
+                && (!query.current || window.end_ms() > now);
+            if wanted {
+                listed.push(window);
+            }
+        }
+        listed.sort_by(|a, b| {
+            b.start_ms.cmp(&a.start_ms).then_with(|| (&a.budget, &a.scope).cmp(&(&b.budget, &b.scope)))
+        });
+        Ok(listed)
+    }
+
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
+        check_adjustment(adjustment)?;
+        let (budget, scope, start_ms) = adjustment.window;
+        let (kind, by) = match adjustment.change {
+            BudgetChange::Raise(by) => ("raise", by),
+            BudgetChange::Reset => ("reset", 0),
+        };
+        let mut invocation = SCRIPTS.adjust.key(window_key(&self.prefix, budget, scope, start_ms));
+        invocation.arg(kind).arg(by).arg(adjustment.by).arg(adjustment.note);
+        let reply = block_on(self.script("adjust budget", invocation))?;
+        if matches!(&reply, Value::Array(items) if items.is_empty()) {
+            return Err(StoreError::Fenced);
+        }
+        let mut reply = fields::texts(reply)?.into_iter();
+        reply.next();
+        fields::window(&fields::hash(reply), (budget, scope), start_ms, 1, 0)
+    }
+}

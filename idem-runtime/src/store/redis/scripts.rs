@@ -1,0 +1,285 @@
+//! The Lua scripts, one per transition. Each runs atomically on the server, reads the
+//! server's clock (`TIME`) and touches one record's hash (and, for a charged reservation
+//! or its refund, one budget window's): a record is never read in one command and written
+//! in another, so no stale read can overwrite a newer state.
+//!
+//! A record is a hash with `state`, `token`, `request`, `created`, `updated` and then
+//! `lease` and `progress` (in progress) or `result` and `retain` (settled), and for a
+//! charged reservation `cb`, `cs`, `cw`, `ca` (budget, scope, window start, amount). A
+//! hash with a `token` and no `state` is a tombstone: what a deleted record leaves so that
+//! the next reservation's token is larger (it expires; tokens also start from the server's
+//! clock in microseconds, so they keep growing after it is gone). Numbers are kept as
+//! decimal text; Lua's numbers are doubles, exact below 2^53 (server microseconds are
+//! about 2^51).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// What every script may call: the server's clock, numbers as text, the next token.
+macro_rules! with_prelude {
+    ($body:expr) => {
+        concat!(
+            r#"
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]), tonumber(t[2])
+end
+local function now_ms()
+  local s, us = clock()
+  return s * 1000 + math.floor(us / 1000)
+end
+local function num(n)
+  return string.format('%.0f', n)
+end
+local function next_token(key)
+  local s, us = clock()
+  local previous = tonumber(redis.call('HGET', key, 'token') or '0') or 0
+  return math.max(previous + 1, s * 1000000 + us)
+end
+local function expire_at(key, at)
+  if at < 4503599627370496 then redis.call('PEXPIREAT', key, num(at)) end
+end
+local function window_key(prefix, budget, scope, start)
+  return prefix .. ':b:' .. budget .. '\0' .. scope .. '\0' .. start
+end
+local function refund(prefix, key)
+  local c = redis.call('HMGET', key, 'cb', 'cs', 'cw', 'ca')
+  if not c[1] then return end
+  local window = window_key(prefix, c[1], c[2], c[3])
+  if redis.call('EXISTS', window) == 1 then
+    if redis.call('HINCRBY', window, 'used', '-' .. c[4]) < 0 then redis.call('HSET', window, 'used', '0') end
+  end
+end
+local function bury(key, token, tombstone_ms)
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'token', token)
+  redis.call('PEXPIRE', key, tombstone_ms)
+end
+local function held(key, token)
+  local r = redis.call('HMGET', key, 'state', 'token')
+  return r[1] == 'in_progress' and (token == '' or r[2] == token), r[2]
+end
+"#,
+            $body
+        )
+    };
+}
+
+/// Reserve, without a budget. KEYS: record. ARGV: request, lease ms, namespace, key.
+/// Returns `{'existing', now, field, value, ...}` or `{'acquired', token}`.
+const RESERVE: &str = with_prelude!(
+    r#"
+local now = now_ms()
+if redis.call('HEXISTS', KEYS[1], 'state') == 1 then
+  local found = redis.call('HGETALL', KEYS[1])
+  table.insert(found, 1, num(now))
+  table.insert(found, 1, 'existing')
+  return found
+end
+local token = num(next_token(KEYS[1]))
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
+  'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4])
+return {'acquired', token}
+"#
+);
+
+/// Reserve and charge a budget window in one step. KEYS: record. ARGV: request, lease ms,
+/// namespace, key, prefix, budget, scope, window ms, limit, amount, past limit (`1`/`0`),
+/// how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
+/// `{'over', now, start, field, value, ...}` with the window's fields.
+const RESERVE_CHARGED: &str = with_prelude!(
+    r#"
+local now = now_ms()
+if redis.call('HEXISTS', KEYS[1], 'state') == 1 then
+  local found = redis.call('HGETALL', KEYS[1])
+  table.insert(found, 1, num(now))
+  table.insert(found, 1, 'existing')
+  return found
+end
+local window_ms = tonumber(ARGV[8])
+local start = num(now - (now % window_ms))
+local window = window_key(ARGV[5], ARGV[6], ARGV[7], start)
+local w = redis.call('HMGET', window, 'used', 'raised')
+local used, raised = tonumber(w[1] or '0'), tonumber(w[2] or '0')
+if ARGV[11] ~= '1' and used + tonumber(ARGV[10]) > tonumber(ARGV[9]) + raised then
+  local found = redis.call('HGETALL', window)
+  table.insert(found, 1, start)
+  table.insert(found, 1, num(now))
+  table.insert(found, 1, 'over')
+  return found
+end
+redis.call('HSET', window, 'budget', ARGV[6], 'scope', ARGV[7], 'start', start, 'window', ARGV[8], 'limit', ARGV[9])
+redis.call('HSETNX', window, 'raised', '0')
+redis.call('HINCRBY', window, 'used', ARGV[10])
+expire_at(window, tonumber(start) + window_ms + tonumber(ARGV[12]))
+local token = num(next_token(KEYS[1]))
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
+  'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4],
+  'cb', ARGV[6], 'cs', ARGV[7], 'cw', start, 'ca', ARGV[10])
+return {'acquired', token}
+"#
+);
+
+/// Take over an abandoned reservation: only while the record is exactly the one read (in
+/// progress, held by the expired token) and its lease has ended by the server's clock.
+/// KEYS: record. ARGV: expired token, lease ms. Returns the new token, or nil.
+const TAKE_OVER: &str = with_prelude!(
+    r#"
+local now = now_ms()
+local r = redis.call('HMGET', KEYS[1], 'state', 'token', 'lease')
+if r[1] ~= 'in_progress' or r[2] ~= ARGV[1] or tonumber(r[3]) > now then return false end
+local token = num(next_token(KEYS[1]))
+redis.call('HSET', KEYS[1], 'token', token, 'lease', num(now + tonumber(ARGV[2])), 'updated', num(now))
+redis.call('HDEL', KEYS[1], 'progress')
+return token
+"#
+);
+
+/// Renew the holder's lease. KEYS: record. ARGV: token, lease ms, `1` to keep the progress
+/// that follows (else `0`), progress. Returns 1, or 0 when fenced.
+const RENEW: &str = with_prelude!(
+    r#"
+if not held(KEYS[1], ARGV[1]) then return 0 end
+local now = now_ms()
+redis.call('HSET', KEYS[1], 'lease', num(now + tonumber(ARGV[2])), 'updated', num(now))
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'progress', ARGV[4]) end
+return 1
+"#
+);
+
+/// Settle an in-progress record: the holder's completion, or an operator's (token `''`).
+/// KEYS: record. ARGV: token, `completed` or `failed`, result, retain ms, how long Redis
+/// keeps it after its retention (ms). Returns 1, or 0 when fenced.
+const SETTLE: &str = with_prelude!(
+    r#"
+if not held(KEYS[1], ARGV[1]) then return 0 end
+local now = now_ms()
+local until_ms = now + tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'result', ARGV[3], 'updated', num(now), 'retain', num(until_ms))
+redis.call('HDEL', KEYS[1], 'lease', 'progress')
+expire_at(KEYS[1], until_ms + tonumber(ARGV[5]))
+return 1
+"#
+);
+
+/// Delete an in-progress record, refunding its charge: the holder's release, or an
+/// operator's (token `''`). KEYS: record. ARGV: token, prefix, tombstone ms. Returns 1, or
+/// 0 when fenced.
+const RELEASE: &str = with_prelude!(
+    r#"
+local ok, token = held(KEYS[1], ARGV[1])
+if not ok then return 0 end
+refund(ARGV[2], KEYS[1])
+bury(KEYS[1], token, ARGV[3])
+return 1
+"#
+);
+
+/// End the holder's lease now. KEYS: record. ARGV: token. Returns 1, or 0 when fenced.
+const ABANDON: &str = with_prelude!(
+    r#"
+if not held(KEYS[1], ARGV[1]) then return 0 end
+local now = num(now_ms())
+redis.call('HSET', KEYS[1], 'lease', now, 'updated', now)
+return 1
+"#
+);
+
+/// Put a settled record back in progress, its lease ended, with a new token. KEYS:
+/// record. Returns 1, or 0 when the record is not settled.
+const REOPEN: &str = with_prelude!(
+    r#"
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'completed' and state ~= 'failed' then return 0 end
+local now = num(now_ms())
+local token = num(next_token(KEYS[1]))
+redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'lease', now, 'updated', now)
+redis.call('HDEL', KEYS[1], 'result', 'retain', 'progress')
+redis.call('PERSIST', KEYS[1])
+return 1
+"#
+);
+
+/// Read records (tombstones and missing keys read as empty). KEYS: records. Returns
+/// `{now, {field, value, ...}, ...}`.
+const READ: &str = with_prelude!(
+    r#"
+local found = {num(now_ms())}
+for i, key in ipairs(KEYS) do
+  found[i + 1] = redis.call('HGETALL', key)
+end
+return found
+"#
+);
+
+/// Delete the settled records among KEYS whose retention has ended, at most ARGV[1].
+/// Returns how many it deleted.
+const PURGE: &str = with_prelude!(
+    r#"
+local now, limit, deleted = now_ms(), tonumber(ARGV[1]), 0
+for _, key in ipairs(KEYS) do
+  if deleted >= limit then break end
+  local r = redis.call('HMGET', key, 'state', 'retain')
+  if (r[1] == 'completed' or r[1] == 'failed') and r[2] and tonumber(r[2]) <= now then
+    redis.call('DEL', key)
+    deleted = deleted + 1
+  end
+end
+return deleted
+"#
+);
+
+/// Raise a window's limit or reset its use, recording who and why. KEYS: window. ARGV:
+/// `raise` or `reset`, the raise (millionths), by, note. Returns `{now, field, value, ...}`
+/// as it now stands, or `{}` when no such window was charged.
+const ADJUST: &str = with_prelude!(
+    r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local now = num(now_ms())
+local amount = ARGV[2]
+if ARGV[1] == 'raise' then
+  redis.call('HINCRBY', KEYS[1], 'raised', ARGV[2])
+else
+  amount = redis.call('HGET', KEYS[1], 'used') or '0'
+  redis.call('HSET', KEYS[1], 'used', '0')
+end
+redis.call('HSET', KEYS[1], 'adj_by', ARGV[3], 'adj_at', now, 'adj_kind', ARGV[1], 'adj_amount', amount,
+  'adj_note', ARGV[4])
+local found = redis.call('HGETALL', KEYS[1])
+table.insert(found, 1, now)
+return found
+"#
+);
+
+/// The scripts, loaded by their SHA1 (`EVALSHA`, falling back to `EVAL` when the server
+/// has not seen one, after a restart for instance).
+pub(super) struct Scripts {
+    pub(super) reserve: Script,
+    pub(super) reserve_charged: Script,
+    pub(super) take_over: Script,
+    pub(super) renew: Script,
+    pub(super) settle: Script,
+    pub(super) release: Script,
+    pub(super) abandon: Script,
+    pub(super) reopen: Script,
+    pub(super) read: Script,
+    pub(super) purge: Script,
+    pub(super) adjust: Script,
+}
+
+pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    reserve: Script::new(RESERVE),
+    reserve_charged: Script::new(RESERVE_CHARGED),
+    take_over: Script::new(TAKE_OVER),
+    renew: Script::new(RENEW),
+    settle: Script::new(SETTLE),
+    release: Script::new(RELEASE),
+    abandon: Script::new(ABANDON),
+    reopen: Script::new(REOPEN),
+    read: Script::new(READ),
+    purge: Script::new(PURGE),
+    adjust: Script::new(ADJUST),
+});

@@ -1,0 +1,211 @@
+//! The Redis store's checks on the test server of `IDEM_TEST_REDIS_URL` (`bash .ci/redis
+//! start DIR` prints one): the shared conformance suite through both entries, and the
+//! field's Redis bugs, each as an interleaving that must change nothing.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::RedisStore;
+use crate::store::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use crate::testing::conformance::{
+    check_admin, check_approvals, check_async_store, check_budgets, check_exclusive_reserve, check_store,
+    check_unknown_state,
+};
+
+const TEST_URL_ENV: &str = "IDEM_TEST_REDIS_URL";
+
+/// The test server's URL, or `None` after saying loudly that `test` is skipped; under CI a
+/// missing URL fails the test.
+fn url(test: &str) -> Option<String> {
+    match std::env::var(TEST_URL_ENV) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
+            panic!("{test}: {TEST_URL_ENV} is not set under CI; CI must run the Redis tests (see .ci/run)")
+        }
+        _ => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: set {TEST_URL_ENV}=redis://host:port/db (`bash .ci/redis start DIR` prints one)"
+            );
+            None
+        }
+    }
+}
+
+/// A prefix no other store of any run uses, so each store starts empty.
+fn fresh_prefix() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("idem-test-{}-{nanos}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn store(url: &str) -> RedisStore {
+    RedisStore::builder(url).prefix(&fresh_prefix()).build().unwrap()
+}
+
+/// Runs a raw command on a connection of its own.
+fn command<T: redis::FromRedisValue>(url: &str, command: &redis::Cmd) -> T {
+    let mut connection = redis::Client::open(url).unwrap().get_connection().unwrap();
+    command.query(&mut connection).unwrap()
+}
+
+fn id(key: &str) -> RecordId<'_> {
+    RecordId { namespace: "redis-test", key }
+}
+
+fn acquire(store: &RedisStore, key: &str, lease: Duration) -> Token {
+    match Store::reserve(store, Reserve { id: id(key), request: "{}", lease }) {
+        Ok(Reservation::Acquired { token }) => token,
+        other => panic!("reserve of new {key} must acquire it, got {other:?}"),
+    }
+}
+
+#[test]
+fn passes_the_conformance_checks_through_the_sync_entry() {
+    let Some(url) = url("passes_the_conformance_checks_through_the_sync_entry") else { return };
+    check_store(|| store(&url));
+    check_unknown_state(&store(&url));
+    check_admin(|| store(&url));
+    check_approvals(|| store(&url));
+    check_budgets(|| store(&url));
+}
+
+#[test]
+fn passes_the_conformance_checks_through_the_async_entry() {
+    let Some(url) = url("passes_the_conformance_checks_through_the_async_entry") else { return };
+    check_async_store(|| store(&url));
+}
+
+/// Two stores on one prefix stand for two workers: one connection each.
+#[test]
+fn two_stores_on_one_prefix_acquire_each_id_once() {
+    let Some(url) = url("two_stores_on_one_prefix_acquire_each_id_once") else { return };
+    let prefix = fresh_prefix();
+    let stores = [0, 1, 2].map(|_| RedisStore::builder(&url).prefix(&prefix).build().unwrap());
+    check_exclusive_reserve(&stores);
+}
+
+/// Powertools TypeScript #5714: a reader finds an abandoned call, the holder completes,
+/// and the reader's take-over, based on what it read, must change nothing: no overwrite
+/// of the result, no rerun.
+#[test]
+fn a_stale_readers_take_over_after_a_completion_changes_nothing() {
+    let Some(url) = url("a_stale_readers_take_over_after_a_completion_changes_nothing") else { return };
+    let store = store(&url);
+    let holder = acquire(&store, "stale", Duration::ZERO);
+    let Some(seen) = Store::read(&store, id("stale")).unwrap() else { panic!("no record") };
+    assert!(matches!(seen.state, RecordState::InProgress { lease_expired: true, .. }), "{seen:?}");
+    Store::complete(&store, id("stale"), holder, Completion::Success("\"sent\""), Duration::from_secs(60)).unwrap();
+    match Store::take_over(&store, id("stale"), seen.token, Duration::from_secs(60)) {
+        Err(StoreError::Fenced) => {}
+        other => panic!("a take-over of a completed record must be fenced, got {other:?}"),
+    }
+    let after = Store::reserve(&store, Reserve { id: id("stale"), request: "{}", lease: Duration::from_secs(60) });
+    match after {
+        Ok(Reservation::Existing(record)) => {
+            assert_eq!(record.state, RecordState::Completed { result: "\"sent\"".into() });
+            assert_eq!(record.token, holder, "the completion stands as the holder wrote it");
+        }
+        other => panic!("the next call must replay the completion, got {other:?}"),
+    }
+}
+
+/// Libraries that make the lease the key's TTL lose the record of an abandoned call, and
+/// the next caller runs it blind. Here an in-progress key never expires: its lease ends
+/// as a field, and the record stays for take-over.
+#[test]
+fn an_abandoned_reservation_outlives_its_lease() {
+    let Some(url) = url("an_abandoned_reservation_outlives_its_lease") else { return };
+    let store = store(&url);
+    let token = acquire(&store, "abandoned", Duration::from_millis(1));
+    let key = super::fields::record_key(&store.prefix, id("abandoned"));
+    let ttl: i64 = command(&url, redis::cmd("PTTL").arg(&key));
+    assert_eq!(ttl, -1, "an in-progress record has no expiry");
+    // Until the server's clock has passed the 1 ms lease (a read says so).
+    while !matches!(
+        Store::read(&store, id("abandoned")).unwrap().map(|record| record.state),
+        Some(RecordState::InProgress { lease_expired: true, .. })
+    ) {
+        std::thread::yield_now();
+    }
+    match Store::reserve(&store, Reserve { id: id("abandoned"), request: "{}", lease: Duration::from_secs(60) }) {
+        Ok(Reservation::Existing(record)) => {
+            assert!(matches!(record.state, RecordState::InProgress { lease_expired: true, .. }), "{record:?}")
+        }
+        other => panic!("an abandoned call must be found, not claimed fresh: {other:?}"),
+    }
+    let taken = Store::take_over(&store, id("abandoned"), token, Duration::from_secs(60)).unwrap();
+    assert!(taken > token);
+    Store::complete(&store, id("abandoned"), taken, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    let ttl: i64 = command(&url, redis::cmd("PTTL").arg(&key));
+    let (retain, grace) = (60_000, 3_600_000);
+    assert!(ttl > retain && ttl <= retain + grace, "a settled record expires after its retention: {ttl} ms");
+}
+
+/// A released record's next token is larger, also once its tombstone is gone (deleted by
+/// hand here, as its expiry would), and the old holder is fenced from the new record.
+#[test]
+fn tokens_never_repeat_after_delete_and_re_reserve() {
+    let Some(url) = url("tokens_never_repeat_after_delete_and_re_reserve") else { return };
+    let store = store(&url);
+    let first = acquire(&store, "again", Duration::from_secs(60));
+    Store::release(&store, id("again"), first).unwrap();
+    let second = acquire(&store, "again", Duration::from_secs(60));
+    assert!(second > first, "{second:?} after {first:?}");
+    Store::release(&store, id("again"), second).unwrap();
+    let key = super::fields::record_key(&store.prefix, id("again"));
+    let _: i64 = command(&url, redis::cmd("DEL").arg(&key));
+    let third = acquire(&store, "again", Duration::from_secs(60));
+    assert!(third > second, "{third:?} after {second:?}, the tombstone gone");
+    for stale in [first, second] {
+        let completed = Store::complete(&store, id("again"), stale, Completion::Success("0"), Duration::from_secs(1));
+        assert!(matches!(completed, Err(StoreError::Fenced)), "{stale:?}: {completed:?}");
+    }
+}
+
+/// Every key a record's transitions touch is the record's one hash: so all of a record's
+/// keys are in one hash slot, whatever the server. Budget windows are the documented
+/// exception, checked apart.
+#[test]
+fn a_record_is_one_key_through_every_transition() {
+    let Some(url) = url("a_record_is_one_key_through_every_transition") else { return };
+    let store = store(&url);
+    let keys = |store: &RedisStore| -> Vec<String> {
+        let mut keys: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:*", store.prefix)));
+        keys.sort();
+        keys
+    };
+    let record = super::fields::record_key(&store.prefix, id("one"));
+    let marker = format!("{}:store", store.prefix);
+    let token = acquire(&store, "one", Duration::ZERO);
+    assert_eq!(keys(&store), [record.clone(), marker.clone()]);
+    let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
+    Store::abandon(&store, id("one"), token).unwrap();
+    let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
+    Store::release(&store, id("one"), token).unwrap();
+    assert_eq!(keys(&store), [record.clone(), marker.clone()], "the tombstone is the record's own key");
+    let token = acquire(&store, "one", Duration::from_secs(60));
+    Store::complete(&store, id("one"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    assert_eq!(keys(&store), [record, marker]);
+}
+
+/// A store whose server is unreachable answers at once with a message naming it, and the
+/// async entry the same.
+#[test]
+fn an_unreachable_server_is_a_backend_error_naming_the_store() {
+    let store = RedisStore::builder("redis://127.0.0.1:1/0").operation_timeout(Duration::from_secs(2)).build().unwrap();
+    let error = Store::read(&store, id("x")).unwrap_err();
+    let said = error.to_string();
+    assert!(matches!(error, StoreError::Backend(_)), "{said}");
+    assert!(said.contains("Redis 127.0.0.1:1/0 (prefix idem): read: "), "{said}");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let error = runtime.block_on(AsyncStore::read(&store, id("x"))).unwrap_err();
+    assert!(error.to_string().contains("read: "), "{error}");
+}
+
+#[test]
+fn passwords_are_not_in_the_stores_name() {
+    let store = RedisStore::new("redis://app:s3cret@127.0.0.1:6390/2").unwrap();
+    assert_eq!(crate::store::Admin::describe(&store), "Redis 127.0.0.1:6390/2 (prefix idem)");
+}
