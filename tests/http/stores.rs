@@ -88,3 +88,11 @@ async fn a_store_that_fails_is_a_503_and_the_service_does_not_run() {
     // Requests the layer does not cover never touch the store.
     assert_eq!(send(addr, "GET", "/v1/list", &[], "").await.status, 200);
 }
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis() {
+    let Some(url) = crate::redis::test_url("http::stores::redis") else { return };
+    let store = idem::RedisStore::builder(&url).prefix(&fresh_schema("idem_http")).build().unwrap();
+    the_rules_hold_on(Arc::new(store)).await;
+}

@@ -1,0 +1,194 @@
+//! The Redis store through real tools and real servers: an abandoned call is never run
+//! again blindly, a killed server (SIGKILL, restarted under load) makes no double effect
+//! where its persistence keeps what it acknowledged (and the one it must, where it keeps
+//! nothing, as the docs say), a frozen one (SIGSTOP) answers STORE_UNAVAILABLE within the
+//! store's deadline, and a body never runs without a reservation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use idem::store::{RecordId, Reservation, Reserve, Store};
+use idem::{ErrorCode, RedisStore, idempotent};
+
+#[path = "support/redis.rs"]
+mod redis;
+
+use redis::Server;
+
+/// Tools on one store, and the effects their bodies had, by order.
+struct Shop {
+    store: RedisStore,
+    effects: Mutex<HashMap<u32, u32>>,
+}
+
+impl Shop {
+    fn on(url: &str) -> Shop {
+        let store = RedisStore::builder(url).operation_timeout(Duration::from_millis(500)).build().unwrap();
+        Shop { store, effects: Mutex::default() }
+    }
+
+    #[idempotent(key = "pay:<order>", namespace = "redis.pay", lease = "1h", store = self.store)]
+    fn pay(&self, order: u32) -> Result<u32, idem::Error> {
+        *self.effects.lock().unwrap().entry(order).or_default() += 1;
+        Ok(order)
+    }
+
+    fn effects(&self, order: u32) -> u32 {
+        self.effects.lock().unwrap().get(&order).copied().unwrap_or(0)
+    }
+
+    fn most_effects(&self) -> u32 {
+        self.effects.lock().unwrap().values().copied().max().unwrap_or(0)
+    }
+}
+
+/// An abandoned call (its holder gone, its lease ended) answers OUTCOME_UNKNOWN without a
+/// reconcile hook: the body does not run again.
+#[test]
+fn an_abandoned_call_is_outcome_unknown_never_a_blind_rerun() {
+    let Some(url) = redis::test_url("an_abandoned_call_is_outcome_unknown_never_a_blind_rerun") else { return };
+    let shop = Shop { store: RedisStore::builder(&url).prefix(&prefix()).build().unwrap(), effects: Mutex::default() };
+    let id = RecordId { namespace: "redis.pay", key: "pay:7" };
+    let Ok(Reservation::Acquired { token }) =
+        Store::reserve(&shop.store, Reserve { id, request: "{}", lease: Duration::from_secs(3600) })
+    else {
+        panic!("a fresh key")
+    };
+    Store::abandon(&shop.store, id, token).unwrap(); // the holder died; its lease ends now
+    assert_eq!(shop.pay(7).unwrap_err().code(), ErrorCode::OutcomeUnknown);
+    assert_eq!(shop.effects(7), 0);
+}
+
+fn prefix() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("idem-tools-test-{}-{nanos}", std::process::id())
+}
+
+/// Four threads call the same 150 orders while the server is killed with SIGKILL and
+/// restarted; then every order is called once more. Returns the shop, and how many calls
+/// answered STORE_UNAVAILABLE (the kill happened under load).
+fn kill_under_load(server: &mut Server) -> (Shop, usize) {
+    const ORDERS: u32 = 150;
+    let shop = Arc::new(Shop::on(&server.url()));
+    let (calls, unavailable, killed) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let (shop, calls, unavailable) = (&shop, &calls, &unavailable);
+            let killed = &killed;
+            scope.spawn(move || {
+                // Until the server was killed and every order was gone through once after it.
+                let mut order = thread;
+                let mut after_kill = None;
+                loop {
+                    if after_kill.is_none() && killed.load(Ordering::SeqCst) {
+                        after_kill = Some(0);
+                    }
+                    if let Some(n) = after_kill.as_mut() {
+                        *n += 1;
+                        if *n > ORDERS {
+                            break;
+                        }
+                    }
+                    match shop.pay(order % ORDERS) {
+                        Ok(_) => {}
+                        Err(e) if e.code() == ErrorCode::StoreUnavailable => {
+                            unavailable.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(e) => assert!(matches!(e.code(), ErrorCode::InProgress | ErrorCode::OutcomeUnknown), "{e}"),
+                    }
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    order += 1;
+                }
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while calls.load(Ordering::SeqCst) < 200 {
+            assert!(Instant::now() < deadline, "no load");
+            std::thread::yield_now();
+        }
+        server.kill();
+        let at_kill = calls.load(Ordering::SeqCst);
+        while calls.load(Ordering::SeqCst) < at_kill + 20 {
+            std::thread::yield_now(); // calls meet the dead server
+        }
+        server.restart();
+        killed.store(true, Ordering::SeqCst);
+    });
+    for order in 0..ORDERS {
+        match shop.pay(order) {
+            Ok(_) => {}
+            Err(e) => assert!(matches!(e.code(), ErrorCode::InProgress | ErrorCode::OutcomeUnknown), "{e}"),
+        }
+    }
+    let unavailable = unavailable.load(Ordering::SeqCst);
+    (Arc::into_inner(shop).unwrap(), unavailable)
+}
+
+/// `appendfsync always`: nothing acknowledged is lost, so no order has two effects.
+#[test]
+fn a_killed_server_with_appendfsync_always_makes_no_double_effect() {
+    let test = "a_killed_server_with_appendfsync_always_makes_no_double_effect";
+    let Some(mut server) = Server::start(test, &["--appendonly", "yes", "--appendfsync", "always"]) else { return };
+    let (shop, unavailable) = kill_under_load(&mut server);
+    assert!(unavailable > 0, "the kill must land under load");
+    assert_eq!(shop.most_effects(), 1, "one effect per order at most");
+}
+
+/// `appendfsync everysec`: a killed process loses nothing it acknowledged either (its
+/// writes reached the operating system before the answer); only a crash of the machine
+/// loses up to a second, which a test cannot make here. The docs say both.
+#[test]
+fn a_killed_server_with_appendfsync_everysec_makes_no_double_effect() {
+    let test = "a_killed_server_with_appendfsync_everysec_makes_no_double_effect";
+    let Some(mut server) = Server::start(test, &["--appendonly", "yes", "--appendfsync", "everysec"]) else { return };
+    let (shop, unavailable) = kill_under_load(&mut server);
+    assert!(unavailable > 0, "the kill must land under load");
+    assert_eq!(shop.most_effects(), 1, "one effect per order at most");
+}
+
+/// Without persistence a restart forgets every key, and the calls after it run again: the
+/// docs' table says so, and this is why.
+#[test]
+fn a_killed_server_without_persistence_runs_actions_again_as_documented() {
+    let test = "a_killed_server_without_persistence_runs_actions_again_as_documented";
+    let Some(mut server) = Server::start(test, &["--appendonly", "no"]) else { return };
+    let (shop, _) = kill_under_load(&mut server);
+    assert_eq!(shop.most_effects(), 2, "orders completed before the restart ran again after it");
+}
+
+/// SIGSTOP: the server accepts and answers nothing. A call answers STORE_UNAVAILABLE
+/// within the store's deadline and its body does not run; once the server runs again, the
+/// reservation it received while frozen holds the key (IN_PROGRESS, never a second run),
+/// and other keys work.
+#[test]
+fn a_frozen_server_is_store_unavailable_within_the_deadline() {
+    let Some(server) = Server::start("a_frozen_server_is_store_unavailable_within_the_deadline", &[]) else { return };
+    let shop = Shop::on(&server.url()); // operation_timeout: 500 ms
+    assert_eq!(shop.pay(1).unwrap(), 1);
+    server.freeze();
+    let started = Instant::now();
+    let error = shop.pay(2).unwrap_err();
+    let waited = started.elapsed();
+    server.thaw();
+    assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
+    assert!(error.to_string().contains("no answer within 500 ms"), "{error}");
+    assert!(waited < Duration::from_secs(5), "answered after {waited:?}, past the 500 ms deadline");
+    assert_eq!(shop.effects(2), 0, "the body must not run without a reservation");
+    assert_eq!(shop.pay(2).unwrap_err().code(), ErrorCode::InProgress, "the frozen call's reservation landed");
+    assert_eq!(shop.pay(3).unwrap(), 3);
+    assert_eq!((shop.effects(2), shop.effects(3)), (0, 1));
+}
+
+/// A server that is gone: STORE_UNAVAILABLE, and the body does not run.
+#[test]
+fn a_body_never_runs_without_a_reservation() {
+    let Some(mut server) = Server::start("a_body_never_runs_without_a_reservation", &[]) else { return };
+    let shop = Shop::on(&server.url());
+    server.kill();
+    for order in 0..3 {
+        assert_eq!(shop.pay(order).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    }
+    assert_eq!(shop.most_effects(), 0);
+}

@@ -1,0 +1,117 @@
+//! Redis for the tests: the shared test server of `IDEM_TEST_REDIS_URL`, and servers of a
+//! test's own (Debian's `redis-server`, on a free loopback port, files in a temporary
+//! directory) to kill, restart and freeze.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0")
+}
+
+/// The test server's URL, or `None` after saying loudly that `test` is skipped; under CI a
+/// missing URL fails the test.
+pub fn test_url(test: &str) -> Option<String> {
+    match std::env::var("IDEM_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if under_ci() => panic!("{test}: IDEM_TEST_REDIS_URL is not set under CI; CI must run the Redis tests"),
+        _ => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: set IDEM_TEST_REDIS_URL (`bash .ci/redis start DIR` prints one)"
+            );
+            None
+        }
+    }
+}
+
+/// A `redis-server` process of the test's own.
+pub struct Server {
+    dir: tempfile::TempDir,
+    port: u16,
+    options: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// Starts a server with `options` (e.g. `["--appendonly", "yes"]`), or `None` after
+    /// saying loudly that `test` is skipped when `redis-server` is not installed.
+    pub fn start(test: &str, options: &[&str]) -> Option<Server> {
+        if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
+            assert!(!under_ci(), "{test}: redis-server is not installed under CI (see .ci/redis)");
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: install redis-server");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let options = options.iter().map(|option| option.to_string()).collect();
+        let mut server = Server { dir: tempfile::tempdir().unwrap(), port, options, child: None };
+        server.restart();
+        Some(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts the server again on its port and directory (it reads back what it persisted).
+    pub fn restart(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.options)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.answers() {
+            assert!(Instant::now() < deadline, "redis-server on {} did not answer", self.port);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether the server answers PING now.
+    fn answers(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        stream.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut reply = [0; 7];
+        stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    }
+
+    /// SIGKILL: the server gets no chance to write anything more.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    /// SIGSTOP: the server keeps its connections and answers nothing.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT.
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("a running server").id().to_string();
+        assert!(Command::new("kill").args([signal, &pid]).status().unwrap().success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.thaw();
+            self.kill();
+        }
+    }
+}
