@@ -11,7 +11,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, propagate_version = true, after_long_help = AFTER_HELP)]
 pub(crate) struct Cli {
-    /// The store: an SQLite file, or a PostgreSQL URL (postgres://user@host/db). Default:
+    /// The store: an SQLite file, a PostgreSQL URL (postgres://user@host/db) or a Redis URL
+    /// (redis://[user:password@]host[:port][/db]). Default:
     /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
     /// It must already be an idem store of this idem's schema version: anything else is
     /// refused and left exactly as it was (see Stores in `idem --help`).
@@ -21,6 +22,10 @@ pub(crate) struct Cli {
     /// The PostgreSQL schema that holds idem's tables (`PgStoreBuilder::schema`).
     #[arg(long, global = true, value_name = "NAME", default_value = "idem")]
     pub schema: String,
+
+    /// The prefix of a Redis store's keys (`RedisStoreBuilder::prefix`).
+    #[arg(long, global = true, value_name = "PREFIX", default_value = "idem")]
+    pub prefix: String,
 
     /// Print JSON instead of text: one object per record (list, show), count (count),
     /// approval request (approvals) or budget window (budgets) per line, and {"purged": N,
@@ -311,7 +316,9 @@ Stores:
   schema version (the command would have to migrate it, and the older tools could no
   longer open it: use the idem command of the tools' version) or of a newer one; for
   PostgreSQL a missing schema, a schema without idem's tables (its tables named), or
-  another version.
+  another version; for Redis a server that does not answer, or no store under --prefix
+  (no key PREFIX:store, which a tool's first connection writes) or another version. Redis
+  is only read until a command changes a record.
 
 Keys:
   A tool's key is its template's text with each field's value trimmed, NFKC-normalized

@@ -1,4 +1,4 @@
-//! `idem`: an operator's view of an idem store, SQLite or PostgreSQL.
+//! `idem`: an operator's view of an idem store, SQLite, PostgreSQL or Redis.
 //!
 //! ```text
 //! idem [--db PATH|URL] [--json] list [--state in_progress|abandoned|completed|failed] [--namespace NS] [--scope SCOPE] [--older-than AGE] [--limit N]
@@ -15,8 +15,8 @@
 //! idem [--db PATH|URL] reset BUDGET [--scope SCOPE] [--window START] --by NAME --note TEXT [--yes]
 //! ```
 //!
-//! The store is `--db` (anywhere on the line: an SQLite path or a `postgres://` URL, with
-//! `--schema`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
+//! The store is `--db` (anywhere on the line: an SQLite path, a `postgres://` URL, with
+//! `--schema`, or a `redis://` URL, with `--prefix`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
 //! user's data directory. It must already be an idem store of this version: anything else
 //! is refused in one line and left as it was. `resolve` settles a key left in progress by
 //! a crash, after you checked with the provider what happened: `--done` records the
@@ -51,7 +51,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use idem_runtime::store::{Admin, PgStore, SqliteStore, StoreError};
+use idem_runtime::store::{Admin, PgStore, RedisStore, SqliteStore, StoreError};
 
 fn main() -> ExitCode {
     // Usage mistakes exit with 2 and clap's message; failures with 1 and one line.
@@ -90,7 +90,7 @@ fn main() -> ExitCode {
         // The file the tools' default store uses, resolved the same way.
         None => idem_runtime::default_store_path().map_err(|error| error.to_string()),
     };
-    let store = db.and_then(|db| open_existing(&db, &cli.schema));
+    let store = db.and_then(|db| open_existing(&db, &cli.schema, &cli.prefix));
     let ran = store.and_then(|store| command::run(&*store, cli.command, cli.json, &mut confirm));
     match ran {
         Ok(()) => ExitCode::SUCCESS,
@@ -103,8 +103,11 @@ fn main() -> ExitCode {
 
 /// The store at `db`, which must already be one: a typo must not read as "no stuck keys",
 /// and creating a store, or changing a file that is not one, is never this command's doing.
-fn open_existing(db: &Path, schema: &str) -> Result<Box<dyn Admin>, String> {
+fn open_existing(db: &Path, schema: &str, prefix: &str) -> Result<Box<dyn Admin>, String> {
     let text = db.to_string_lossy();
+    if text.starts_with("redis://") || text.starts_with("rediss://") || text.starts_with("valkey://") {
+        return Ok(Box::new(RedisStore::builder(&text).prefix(prefix).open_existing().map_err(said)?));
+    }
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         let store = PgStore::builder(&text).schema(schema).build().map_err(said)?;
         store.check_existing_blocking().map_err(said)?;

@@ -21,6 +21,8 @@ mod limits;
 mod not_a_store;
 #[path = "cli/postgres.rs"]
 mod postgres;
+#[path = "cli/redis.rs"]
+mod redis;
 #[path = "cli/settling.rs"]
 mod settling;
 

@@ -100,10 +100,10 @@ pub fn default_store() -> Result<&'static SqliteStore, StoreError> {
 /// `~/Library/Application Support` on macOS, `%LOCALAPPDATA%` on Windows. The operator
 /// command `idem` uses the same default.
 ///
-/// A `postgres://` (or `postgresql://`) URL in `IDEM_DB`, which the `idem` command reads,
-/// is refused with an error saying so (a tool on the default store answers
-/// `STORE_UNAVAILABLE`), never taken for a file name: give such tools `store = ...` with
-/// an `idem::PgStore`.
+/// A `postgres://` (or `postgresql://`) or `redis://` (`rediss://`, `valkey://`) URL in
+/// `IDEM_DB`, which the `idem` command reads, is refused with an error saying so (a tool
+/// on the default store answers `STORE_UNAVAILABLE`), never taken for a file name: give
+/// such tools `store = ...` with an `idem::PgStore` or an `idem::RedisStore`.
 ///
 /// Every process of a user shares that file: a tool's records are kept apart by its
 /// namespace, and a retry from a restarted server, started from any directory, finds the
@@ -121,15 +121,25 @@ pub fn default_store_path() -> Result<PathBuf, StoreError> {
 /// data directory's. A PostgreSQL URL in `IDEM_DB` (which the `idem` command accepts) is
 /// refused, never taken for a file name.
 fn resolve(configured: Option<PathBuf>, env: Option<std::ffi::OsString>) -> Result<PathBuf, StoreError> {
+    let server = |url: &str| {
+        let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+        match scheme {
+            "postgres" | "postgresql" => {
+                Some(("a PostgreSQL server", "an idem::PgStore (PgStore::from_env reads IDEM_DATABASE_URL)"))
+            }
+            "redis" | "rediss" | "valkey" | "valkeys" => {
+                Some(("a Redis server", "an idem::RedisStore (feature `redis`)"))
+            }
+            _ => None,
+        }
+    };
     if configured.is_none()
-        && let Some(url) = env.as_ref().and_then(|value| value.to_str())
-        && (url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        && let Some((server, store)) = env.as_ref().and_then(|value| value.to_str()).and_then(server)
     {
         return Err(StoreError::Backend(
             format!(
-                "{DEFAULT_STORE_ENV} names a PostgreSQL server, but the default store is an SQLite file: give the \
-                 tools `store = ...` with an idem::PgStore (PgStore::from_env reads IDEM_DATABASE_URL), or set \
-                 {DEFAULT_STORE_ENV} to a file path"
+                "{DEFAULT_STORE_ENV} names {server}, but the default store is an SQLite file: give the tools \
+                 `store = ...` with {store}, or set {DEFAULT_STORE_ENV} to a file path"
             )
             .into(),
         ));
@@ -219,6 +229,10 @@ mod tests {
         for url in ["postgres://app:secret@db/app", "postgresql://db/app"] {
             let error = resolve(None, Some(url.into())).unwrap_err().to_string();
             assert!(error.contains("PostgreSQL") && error.contains("PgStore") && !error.contains("secret"), "{error}");
+        }
+        for url in ["redis://:secret@cache:6379/0", "valkey://cache"] {
+            let error = resolve(None, Some(url.into())).unwrap_err().to_string();
+            assert!(error.contains("Redis") && error.contains("RedisStore") && !error.contains("secret"), "{error}");
         }
         let file = resolve(None, Some("relative/keys.db".into())).unwrap();
         assert!(file.is_absolute() && file.ends_with("relative/keys.db"), "{}", file.display());

@@ -123,3 +123,12 @@ fn an_operator_raises_and_resets_a_budget_on_postgres() {
     adjusts(&shop, Path::new(&url), &["--schema", &schema]);
     super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
+
+#[test]
+fn an_operator_raises_and_resets_a_budget_on_redis() {
+    let Some(url) = super::redis::redis_url("budgets on Redis") else { return };
+    let prefix = super::redis::fresh_prefix();
+    let store = idem::RedisStore::builder(&url).prefix(&prefix).build().unwrap();
+    let shop = Shop { store, tenant: "acme".into() };
+    adjusts(&shop, Path::new(&url), &["--prefix", &prefix]);
+}

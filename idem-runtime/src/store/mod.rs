@@ -112,7 +112,7 @@
 //! | when the path is fixed | by the first of `default_store_path()` and the first call that opens the store; made absolute then and kept, whatever the working directory or `IDEM_DB` do afterwards |
 //! | who shares it | every process of the user: each tool's records are kept apart by its namespace |
 //! | who may read it | on Unix, only its user: see [`default_store`](crate::default_store) for the modes it sets and what it warns about |
-//! | `IDEM_DB` names a PostgreSQL URL | refused (`STORE_UNAVAILABLE`, saying so), never taken for a file name: give the tools `store = ...` with a `PgStore` |
+//! | `IDEM_DB` names a PostgreSQL or Redis URL | refused (`STORE_UNAVAILABLE`, saying so), never taken for a file name: give the tools `store = ...` with a `PgStore` or a `RedisStore` |
 //! | it cannot be opened | the error names the path; the tool answers `STORE_UNAVAILABLE`, and the next call tries again |
 //!
 //! The first use logs the path (an `info` event, target `idem`); the `idem` command uses
