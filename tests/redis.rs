@@ -2,7 +2,8 @@
 //! again blindly, a killed server (SIGKILL, restarted under load) makes no double effect
 //! where its persistence keeps what it acknowledged (and the one it must, where it keeps
 //! nothing, as the docs say), a frozen one (SIGSTOP) answers STORE_UNAVAILABLE within the
-//! store's deadline, and a body never runs without a reservation.
+//! store's deadline, a body never runs without a reservation, and `wait_for_replicas`
+//! runs no body whose reservation no replica has.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -191,4 +192,38 @@ fn a_body_never_runs_without_a_reservation() {
         assert_eq!(shop.pay(order).unwrap_err().code(), ErrorCode::StoreUnavailable);
     }
     assert_eq!(shop.most_effects(), 0);
+}
+
+/// `wait_for_replicas(1, ...)`: without a replica, a call answers STORE_UNAVAILABLE, its
+/// body does not run and its key is let go; once a replica follows, calls run and the
+/// replica holds their records.
+#[test]
+fn a_reservation_no_replica_acknowledged_runs_no_body() {
+    let test = "a_reservation_no_replica_acknowledged_runs_no_body";
+    // No delay before the full sync a new replica needs (Redis waits 5 s for more by default).
+    let Some(primary) = Server::start(test, &["--repl-diskless-sync-delay", "0"]) else { return };
+    let store = RedisStore::builder(&primary.url())
+        .wait_for_replicas(1, Duration::from_millis(50))
+        .operation_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let shop = Shop { store, effects: Mutex::default() };
+    let error = shop.pay(1).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
+    assert!(error.to_string().contains("WAIT: 0 of 1 replicas"), "{error}");
+    assert_eq!(shop.effects(1), 0);
+    let id = RecordId { namespace: "redis.pay", key: "pay:1" };
+    assert_eq!(Store::read(&shop.store, id).unwrap(), None, "the reservation was released");
+
+    let port = primary.port().to_string();
+    let Some(replica) = Server::start(test, &["--replicaof", "127.0.0.1", &port]) else { return };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while primary.command(&["WAIT", "1", "10"]) != ":1" {
+        assert!(Instant::now() < deadline, "the replica never caught up");
+        std::thread::yield_now();
+    }
+    assert_eq!(shop.pay(1).unwrap(), 1);
+    assert_eq!(shop.pay(1).unwrap(), 1, "a replay");
+    assert_eq!(shop.effects(1), 1);
+    assert_eq!(replica.command(&["HEXISTS", "idem:r:9:redis.pay:pay:1", "state"]), ":1");
 }

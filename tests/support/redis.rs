@@ -57,6 +57,23 @@ impl Server {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// One command, its reply's first line (`:1`, `+OK`, `$5`, ...).
+    pub fn command(&self, args: &[&str]) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request += &format!("${}\r\n{arg}\r\n", arg.len());
+        }
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut line).unwrap();
+        line.trim_end().to_owned()
+    }
+
     /// Starts the server again on its port and directory (it reads back what it persisted).
     pub fn restart(&mut self) {
         let child = Command::new("redis-server")

@@ -51,12 +51,17 @@
 //!
 //! | Redis configuration | what a crash or failover can lose | a retry after it |
 //! | --- | --- | --- |
-//! | `appendonly yes`, `appendfsync always` | nothing acknowledged (each write is on disk before the answer) | finds the record |
-//! | `appendonly yes`, `appendfsync everysec` (Redis's default for AOF) | up to about one second of writes on a crash of the server or machine | may run an action again whose reservation was in that second |
-//! | `appendfsync no`, or RDB snapshots only | everything since the last flush or snapshot (seconds to minutes) | may run those actions again |
+//! | `appendonly yes`, `appendfsync always` | nothing acknowledged: each write is on disk before the answer | finds the record |
+//! | `appendonly yes`, `appendfsync everysec` (Redis's default for the AOF) | on a crash of the machine (power, kernel), about the last second of writes; a killed Redis process loses nothing, since its writes reached the operating system before it answered | may run an action again whose reservation was in that second |
+//! | `appendonly yes`, `appendfsync no` | on a crash of the machine, what the operating system had not written to disk (up to about 30 s on Linux) | may run those actions again |
+//! | RDB snapshots only (`save ...`) | on any restart, everything since the last snapshot (minutes) | may run those actions again |
 //! | no persistence | everything, on any restart | runs every action again |
 //! | replicas with failover (Sentinel, a managed service) | writes the new primary had not received: replication is asynchronous | may run those actions again |
-//! | the same with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas)`(n, t)` | fewer: a reservation is only used once `n` replicas have it (else `STORE_UNAVAILABLE`, the body does not run). `WAIT` does not make Redis strongly consistent: a failover can still pick a replica without it | rare reruns |
+//! | the same with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas)`(n, t)` | fewer: a reservation is used only once `n` replicas acknowledged it (else `STORE_UNAVAILABLE`, the body does not run). `WAIT` does not make Redis strongly consistent: a failover may still pick a replica without the write | rare reruns |
+//!
+//! The repository's tests kill a server with SIGKILL under load and restart it: with
+//! `appendfsync always` and `everysec`, no action ran twice; without persistence, the
+//! actions completed before the restart ran again, as the table says.
 //!
 //! For an effect that must never happen twice on a server crash, run Redis with
 //! `appendfsync always`, or use SQLite or PostgreSQL. An unknown outcome is never made a
@@ -67,7 +72,7 @@
 //! | failure | answer | within |
 //! | --- | --- | --- |
 //! | server down, refusing connections | `STORE_UNAVAILABLE`; the body does not run | at once, or [`operation_timeout`](RedisStoreBuilder::operation_timeout) (5 s) |
-//! | server or network stops answering (a frozen server, a partition) | `STORE_UNAVAILABLE`; the connection is closed | `operation_timeout` |
+//! | server or network stops answering (a frozen server, a partition) | `STORE_UNAVAILABLE`; the connection is closed. A reservation sent just before may still reach the server once it answers again: that key then reads `IN_PROGRESS` until its lease ends, and is handled like any abandoned call; it never runs twice | `operation_timeout` |
 //! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`) | `operation_timeout` |
 //! | the server restarts | the next call connects again (scripts are loaded again as needed) | |
 //!
@@ -156,25 +161,29 @@ impl RedisStore {
         operation: &'static str,
         invocation: redis::ScriptInvocation<'static>,
     ) -> Result<Value, StoreError> {
-        let wait = self.wait;
-        let waits = wait.is_some() && matches!(operation, "reserve" | "complete");
+        Ok(self.script_replicated(operation, invocation, false).await?.0)
+    }
+
+    /// Runs a script and then, when `replicate` and the store waits for replicas, `WAIT`s on
+    /// the same connection (whose last write is the script's): the reply, and what fell
+    /// short when fewer replicas acknowledged it in time.
+    async fn script_replicated(
+        &self,
+        operation: &'static str,
+        invocation: redis::ScriptInvocation<'static>,
+        replicate: bool,
+    ) -> Result<(Value, Option<String>), StoreError> {
+        let wait = self.wait.filter(|_| replicate);
         run(&self.io, &self.link, operation, move |mut connection| async move {
             let value: Value = invocation.invoke_async(&mut connection).await?;
-            if let (true, Some((replicas, timeout))) = (waits, wait) {
-                let acknowledged: i64 = redis::cmd("WAIT")
-                    .arg(replicas)
-                    .arg(timeout.as_millis() as u64)
-                    .query_async(&mut connection)
-                    .await?;
-                if acknowledged < i64::from(replicas) {
-                    return Err(redis::RedisError::from((
-                        redis::ErrorKind::Io,
-                        "WAIT",
-                        format!("{acknowledged} of {replicas} replicas acknowledged within {} ms", timeout.as_millis()),
-                    )));
-                }
-            }
-            Ok(value)
+            let Some((replicas, timeout)) = wait else { return Ok((value, None)) };
+            let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+            let acknowledged: i64 =
+                redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await?;
+            let short = (acknowledged < i64::from(replicas)).then(|| {
+                format!("WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms")
+            });
+            Ok((value, short))
         })
         .await
     }
@@ -185,7 +194,12 @@ impl RedisStore {
         operation: &'static str,
         invocation: redis::ScriptInvocation<'static>,
     ) -> Result<(), StoreError> {
-        match self.script(operation, invocation).await? {
+        let reply = self.script(operation, invocation).await?;
+        self.done_or_fenced(operation, reply)
+    }
+
+    fn done_or_fenced(&self, operation: &'static str, reply: Value) -> Result<(), StoreError> {
+        match reply {
             Value::Int(1) => Ok(()),
             Value::Int(0) => Err(StoreError::Fenced),
             other => Err(self.link.failed(operation, format!("unexpected reply {other:?}"))),
@@ -198,7 +212,7 @@ impl RedisStore {
             None => {
                 let mut invocation = SCRIPTS.reserve.key(self.key(request.id));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
-                self.script("reserve", invocation).await?
+                self.script_replicated("reserve", invocation, true).await?
             }
             Some(charge) => {
                 let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
@@ -206,14 +220,21 @@ impl RedisStore {
                 invocation.arg(&self.prefix).arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
                 invocation.arg(WINDOWS_KEPT_MS);
-                self.script("reserve", invocation).await?
+                self.script_replicated("reserve", invocation, true).await?
             }
         };
+        let (reply, short) = reply;
         let mut reply = texts(reply)?.into_iter();
         let corrupt = |what: &str| StoreError::Corrupt(format!("{namespace}/{key}: reserve answered {what}"));
         match reply.next().as_deref() {
             Some("acquired") => {
                 let token = reply.next().and_then(|token| token.parse().ok()).ok_or_else(|| corrupt("no token"))?;
+                if let Some(short) = short {
+                    // The body has not run: letting the key go is safe, and spares a retry
+                    // an abandoned key. Should the release fail too, the key is abandoned.
+                    let _ = self.delete(request.id, Some(Token(token))).await;
+                    return Err(self.link.failed("reserve", format!("{short}; the reservation was released")));
+                }
                 Ok(Reservation::Acquired { token: Token(token) })
             }
             Some("existing") => {
@@ -269,7 +290,15 @@ impl RedisStore {
         let mut invocation = SCRIPTS.settle.key(self.key(id));
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(state).arg(result);
         invocation.arg(duration_ms(retain)).arg(duration_ms(self.expire_after_retention));
-        self.fenced_unless_done(if token.is_some() { "complete" } else { "resolve" }, invocation).await
+        let operation = if token.is_some() { "complete" } else { "resolve" };
+        let (reply, short) = self.script_replicated(operation, invocation, token.is_some()).await?;
+        self.done_or_fenced(operation, reply)?;
+        match short {
+            Some(short) => {
+                Err(self.link.failed(operation, format!("{short}; the completion may be lost on a failover")))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Deletes the in-progress record, refunding its charge: the holder's release, or an
@@ -369,8 +398,9 @@ impl RedisStoreBuilder {
     /// After each reservation and completion, `WAIT` for `replicas` replicas to have it,
     /// at most `timeout`. A reservation fewer replicas acknowledged answers
     /// `STORE_UNAVAILABLE` and its body does not run (the key stays reserved, and is then
-    /// handled like an abandoned call); a completion is reported as failed and its
-    /// reservation kept. See the module docs for what this does not promise.
+    /// handled like an abandoned call); a completion fewer replicas acknowledged is a
+    /// failed completion (the caller still gets the body's result, and an error event says
+    /// so). See the module docs for what this does not promise.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.wait = Some((replicas, timeout));
         self
