@@ -16,6 +16,9 @@
 //! - PostgreSQL (when `IDEM_TEST_DATABASE_URL` names a server): the same calls on the
 //!   PostgreSQL store against hand-written tokio-postgres.
 //!
+//! - Redis (`--features redis`, when `IDEM_TEST_REDIS_URL` names a server): first calls,
+//!   replays and IN_PROGRESS on the Redis store against hand-written redis-rs.
+//!
 //! - Budgets: the same tool with and without `budget = ...` on the memory store and on
 //!   SQLite `NORMAL`, first calls and replays: what charging a budget costs.
 //!
@@ -46,6 +49,9 @@ mod per_call;
 mod postgres;
 #[path = "profile.rs"]
 mod profile;
+#[cfg(feature = "redis")]
+#[path = "redis.rs"]
+mod redis_bench;
 #[path = "report.rs"]
 mod report;
 #[path = "throughput.rs"]
@@ -75,7 +81,7 @@ pub struct Settings {
     /// Rounds of every comparison.
     pub rounds: usize,
     /// Runs only the groups whose name contains this (`IDEM_BENCH_ONLY`): `memory`,
-    /// `keys`, `sqlite-full`, `sqlite-normal`, `budget`, `postgres`, `http`, `throughput`, `first-calls`; for profiling one of them.
+    /// `keys`, `sqlite-full`, `sqlite-normal`, `budget`, `postgres`, `redis`, `http`, `throughput`, `first-calls`; for profiling one of them.
     pub only: Option<String>,
     /// Prints every round's times too (`IDEM_BENCH_ROUNDS` set and not 0), to see why a
     /// median moved between runs.
@@ -151,6 +157,8 @@ pub fn run(settings: &Settings) -> Report {
     }
     group("budget".into(), &mut |report| budget::budget(settings, dir.path(), report));
     group("postgres".into(), &mut |report| postgres::postgres(settings, report));
+    #[cfg(feature = "redis")]
+    group("redis".into(), &mut |report| redis_bench::redis(settings, report));
     #[cfg(feature = "http")]
     group("http".into(), &mut |report| http::http(settings, report));
     for sync in [Synchronous::Full, Synchronous::Normal] {

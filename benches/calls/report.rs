@@ -107,6 +107,8 @@ pub struct Report {
     pub first_calls: Vec<FirstCallRow>,
     /// The PostgreSQL server's durability settings, when the PostgreSQL rows were measured.
     pub postgres: Option<String>,
+    /// The Redis server's persistence settings, when its rows ran.
+    pub redis: Option<String>,
     /// Groups that could not run here, and say so at the end (PostgreSQL without a server).
     pub skipped: Vec<&'static str>,
     /// How long the whole run took.
@@ -285,6 +287,10 @@ impl Report {
         println!();
         if let Some(server) = &self.postgres {
             println!("PostgreSQL server: {server}");
+            println!();
+        }
+        if let Some(server) = &self.redis {
+            println!("Redis server: {server}");
             println!();
         }
         if settings.show_rounds {

@@ -1,21 +1,30 @@
-//! The thread that talks to Redis, and every operation's deadline.
+//! Who drives the connections, and every operation's deadline.
 //!
-//! One multiplexed connection, driven by a small runtime on a thread the store owns
-//! ("idem-redis"), carries every operation of the store: async callers on any runtime (or
-//! none) and sync callers, who block their thread until it answers, as with `PgStore`. The
-//! deadline runs on that thread too, so it holds whatever polls the caller. A connection
-//! that failed or ran out of time is dropped, and the next operation opens a fresh one.
+//! A store keeps one multiplexed connection per driver, as `PgStore` does with its pool:
+//!
+//! - an async caller on a multi-threaded tokio runtime uses a connection driven by that
+//!   runtime, and runs the operation on its own task: no hop between threads (a replay
+//!   costs a round trip and a script, as `cargo bench` measures);
+//! - everyone else (sync callers, who block their thread until the answer, async callers
+//!   on a current-thread runtime or outside tokio) hands the operation to a small runtime
+//!   on a thread the store owns ("idem-redis"), whose IO never waits for the caller.
+//!
+//! The deadline's timer runs on the store's thread, so it holds whatever polls the caller.
+//! A connection that failed or ran out of time is dropped, and the next operation opens a
+//! fresh one.
 
-use std::future::Future;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::future::{Future, poll_fn};
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisError};
-use tokio::runtime::Handle;
-use tokio::sync::{Mutex, oneshot};
+use tokio::runtime::{self, Handle, RuntimeFlavor};
+use tokio::sync::oneshot;
 
 use crate::store::StoreError;
 
@@ -41,10 +50,31 @@ impl Io {
     }
 }
 
-/// What every operation needs: how to connect, the connection, the deadline, the name.
+thread_local! {
+    /// Set while [`block_on`] polls on this thread, which may be a runtime's worker that
+    /// cannot drive a connection while it blocks.
+    static BLOCKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Who drives a connection: the store's thread (`None`) or a caller's runtime.
+type Driver = Option<runtime::Id>;
+
+/// The driver for the current caller: its runtime when that is a multi-threaded one and
+/// this thread is not blocking, else the store's thread.
+fn driver_for_caller() -> Driver {
+    if BLOCKING.get() {
+        return None;
+    }
+    match Handle::try_current() {
+        Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Some(caller.id()),
+        _ => None,
+    }
+}
+
+/// What every operation needs: how to connect, the connections, the deadline, the name.
 pub(super) struct Link {
     pub(super) client: redis::Client,
-    pub(super) connection: Mutex<Option<MultiplexedConnection>>,
+    pub(super) connections: Mutex<HashMap<Driver, MultiplexedConnection>>,
     pub(super) timeout: Duration,
     pub(super) described: String,
     /// Written once per connection, unless the store only opens existing ones (the command).
@@ -73,9 +103,10 @@ impl Link {
         StoreError::Backend(Box::new(Failure { store: self.described.clone(), operation, reason: reason.into() }))
     }
 
-    async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
-        let mut slot = self.connection.lock().await;
-        if let Some(connection) = &*slot {
+    /// The connection of `driver`, opened (on the runtime that polls this, which is the
+    /// driver's) when there is none.
+    async fn connection(&self, driver: Driver) -> Result<MultiplexedConnection, RedisError> {
+        if let Some(connection) = self.connections.lock().unwrap_or_else(PoisonError::into_inner).get(&driver) {
             return Ok(connection.clone());
         }
         let config = AsyncConnectionConfig::new().set_connection_timeout(Some(self.timeout)).set_response_timeout(None);
@@ -83,53 +114,96 @@ impl Link {
         if let Some(marker) = &self.marker {
             redis::cmd("SET").arg(marker).arg(super::MARKER_VERSION).arg("NX").exec_async(&mut connection).await?;
         }
-        *slot = Some(connection.clone());
+        self.connections.lock().unwrap_or_else(PoisonError::into_inner).insert(driver, connection.clone());
         Ok(connection)
     }
 
-    async fn forget(&self) {
-        *self.connection.lock().await = None;
+    fn forget(&self, driver: Driver) {
+        self.connections.lock().unwrap_or_else(PoisonError::into_inner).remove(&driver);
     }
 }
 
-/// Runs `call` on a connection on the IO thread, within the store's deadline.
+/// Runs `call` on a connection of the caller's driver, within the store's deadline.
 pub(super) async fn run<T, F, Fut>(io: &Io, link: &Arc<Link>, operation: &'static str, call: F) -> Result<T, StoreError>
 where
     T: Send + 'static,
     F: FnOnce(MultiplexedConnection) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, RedisError>> + Send,
 {
-    let link = Arc::clone(link);
-    let task = io.handle.spawn(async move {
-        let answered = tokio::time::timeout(link.timeout, async { call(link.connection().await?).await }).await;
-        match answered {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
-                if error.is_io_error()
-                    || error.is_connection_dropped()
-                    || error.is_unrecoverable_error()
-                    || error.is_timeout()
-                {
-                    link.forget().await;
-                }
-                Err(link.failed(operation, error.to_string()))
-            }
-            Err(_) => {
-                link.forget().await;
-                Err(link.failed(
-                    operation,
-                    format!(
-                        "no answer within {} ms (RedisStoreBuilder::operation_timeout): the server or the network \
-                         between is not responding; the connection was closed",
-                        link.timeout.as_millis()
-                    ),
-                ))
-            }
-        }
-    });
+    let driver = driver_for_caller();
+    if driver.is_some() {
+        return deadline(io, link, driver, operation, call).await;
+    }
+    let (timer, link) = (io.handle.clone(), Arc::clone(link));
+    let task = io.handle.spawn(async move { deadline_on(&timer, &link, None, operation, call).await });
     match task.await {
         Ok(answer) => answer,
         Err(e) => Err(StoreError::Backend(format!("Redis: {operation}: the store's IO thread failed: {e}").into())),
+    }
+}
+
+async fn deadline<T, F, Fut>(
+    io: &Io,
+    link: &Link,
+    driver: Driver,
+    operation: &'static str,
+    call: F,
+) -> Result<T, StoreError>
+where
+    F: FnOnce(MultiplexedConnection) -> Fut,
+    Fut: Future<Output = Result<T, RedisError>>,
+{
+    deadline_on(&io.handle, link, driver, operation, call).await
+}
+
+/// Runs the operation, or gives up on it after the store's timeout, whose timer runs on
+/// `timer`'s runtime (the store's thread) whoever polls this.
+async fn deadline_on<T, F, Fut>(
+    timer: &Handle,
+    link: &Link,
+    driver: Driver,
+    operation: &'static str,
+    call: F,
+) -> Result<T, StoreError>
+where
+    F: FnOnce(MultiplexedConnection) -> Fut,
+    Fut: Future<Output = Result<T, RedisError>>,
+{
+    let mut sleep = pin!({
+        let _timer = timer.enter();
+        tokio::time::sleep(link.timeout)
+    });
+    let mut work = pin!(async { call(link.connection(driver).await?).await });
+    let answered = poll_fn(|cx| {
+        if let Poll::Ready(done) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(done));
+        }
+        sleep.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    match answered {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(error)) => {
+            if error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_unrecoverable_error()
+                || error.is_timeout()
+            {
+                link.forget(driver);
+            }
+            Err(link.failed(operation, error.to_string()))
+        }
+        None => {
+            link.forget(driver);
+            Err(link.failed(
+                operation,
+                format!(
+                    "no answer within {} ms (RedisStoreBuilder::operation_timeout): the server or the network \
+                     between is not responding; the connection was closed",
+                    link.timeout.as_millis()
+                ),
+            ))
+        }
     }
 }
 
@@ -142,6 +216,14 @@ pub(super) fn block_on<F: Future>(future: F) -> F::Output {
             self.0.unpark();
         }
     }
+    /// Restores the flag when the polling ends, by return or panic.
+    struct Blocking(bool);
+    impl Drop for Blocking {
+        fn drop(&mut self) {
+            BLOCKING.set(self.0);
+        }
+    }
+    let _blocking = Blocking(BLOCKING.replace(true));
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     // Unconstrained: inside a tokio task, the task's cooperative budget must not make the

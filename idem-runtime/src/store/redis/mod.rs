@@ -97,7 +97,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::Value;
-use tokio::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use self::fields::{hash, record_key, texts};
 use self::io::{Io, Link, block_on, run};
@@ -448,7 +449,7 @@ impl RedisStoreBuilder {
             .map_err(|e| StoreError::Backend(format!("{described}: the URL: {e}").into()))?;
         let link = Link {
             client,
-            connection: Mutex::new(None),
+            connections: Mutex::new(HashMap::new()),
             timeout: self.operation_timeout,
             described,
             marker: mark.then(|| format!("{}:store", self.prefix)),

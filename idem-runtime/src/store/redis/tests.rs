@@ -209,3 +209,23 @@ fn passwords_are_not_in_the_stores_name() {
     let store = RedisStore::new("redis://app:s3cret@127.0.0.1:6390/2").unwrap();
     assert_eq!(crate::store::Admin::describe(&store), "Redis 127.0.0.1:6390/2 (prefix idem)");
 }
+
+/// Async callers on multi-threaded runtimes use a connection their runtime drives; one
+/// that shuts down takes its connection with it and the next runtime opens its own. Sync
+/// calls from a runtime's worker use the store's thread, and do not wait on the worker
+/// they block.
+#[test]
+fn runtimes_come_and_go_and_sync_calls_inside_them_answer() {
+    let Some(url) = url("runtimes_come_and_go_and_sync_calls_inside_them_answer") else { return };
+    let store = std::sync::Arc::new(store(&url));
+    let token = acquire(&store, "shared", Duration::from_secs(60));
+    for _ in 0..3 {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let found = runtime.block_on(AsyncStore::read(&*store, id("shared"))).unwrap().unwrap();
+        assert_eq!(found.token, token);
+        let inside = std::sync::Arc::clone(&store);
+        let sync_read = runtime.block_on(runtime.spawn(async move { Store::read(&*inside, id("shared")) }));
+        assert_eq!(sync_read.unwrap().unwrap().unwrap().token, token);
+        drop(runtime);
+    }
+}
