@@ -1,6 +1,6 @@
 //! First calls of distinct keys race against one budget of 5 from several processes, each
-//! running several threads, on one SQLite file and (with IDEM_TEST_DATABASE_URL) one
-//! PostgreSQL schema: in every one of 1,000 trials per store exactly 5 of them acquire, and
+//! running several threads, on one SQLite file, (with IDEM_TEST_DATABASE_URL) one
+//! PostgreSQL schema and (with IDEM_TEST_REDIS_URL) one Redis prefix: in every one of 1,000 trials per store exactly 5 of them acquire, and
 //! the window reads what they were charged. Even trials race a count budget (5 runs), odd
 //! ones a sum budget (6.25 of amounts of 1.25 each: 5 fit).
 //!
@@ -20,6 +20,9 @@ use idem::store::{Admin, PgStore, RecordId, Reservation, Reserve, SqliteStore, S
 
 #[path = "support/postgres.rs"]
 mod postgres;
+#[cfg(feature = "redis")]
+#[path = "support/redis.rs"]
+mod redis;
 use postgres::{fresh_schema, test_url};
 
 const PROCESSES: usize = 4;
@@ -37,7 +40,8 @@ const CHILD_ENV: &str = "IDEM_TEST_BUDGET_RACES_CHILD";
 /// What a child's answer for a trial starts with, among the test harness's own lines.
 const ANSWER: &str = "budget-race";
 
-/// Where the children's store is: `sqlite <path>` or `postgres <schema> <url>`.
+/// Where the children's store is: `sqlite <path>`, `postgres <schema> <url>` or `redis
+/// <prefix> <url>`.
 fn open(store: &str) -> Box<dyn Admin> {
     match store.split_once(' ') {
         // NORMAL: the race is between the store's writers, not the disk's syncs.
@@ -47,6 +51,11 @@ fn open(store: &str) -> Box<dyn Admin> {
         Some(("postgres", rest)) => {
             let (schema, url) = rest.split_once(' ').unwrap();
             Box::new(PgStore::builder(url).schema(schema).max_connections(THREADS).build().unwrap())
+        }
+        #[cfg(feature = "redis")]
+        Some(("redis", rest)) => {
+            let (prefix, url) = rest.split_once(' ').unwrap();
+            Box::new(idem::RedisStore::builder(url).prefix(prefix).build().unwrap())
         }
         _ => panic!("unknown store {store:?}"),
     }
@@ -205,4 +214,14 @@ fn drop_schema(url: &str, schema: &str) {
         tokio::spawn(connection);
         client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.unwrap();
     });
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn workers_racing_on_one_redis_prefix_charge_exactly_the_budget() {
+    // A server of the test's own without an append-only file, as SQLite runs at NORMAL
+    // here: the race is between the store's writers, not the disk's syncs.
+    let test = "workers_racing_on_one_redis_prefix_charge_exactly_the_budget";
+    let Some(server) = redis::Server::start(test, &["--appendonly", "no"]) else { return };
+    race(&format!("redis {} {}", fresh_schema("idem-budget-races"), server.url()));
 }

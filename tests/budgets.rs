@@ -1,8 +1,11 @@
 //! Irreversible-action budgets (`budget = ...`), counted: the body's runs and the windows'
-//! use, through real tools on each store (memory, SQLite, PostgreSQL).
+//! use, through real tools on each store (memory, SQLite, PostgreSQL, Redis).
 
 #[path = "support/postgres.rs"]
 mod postgres;
+#[cfg(feature = "redis")]
+#[path = "support/redis.rs"]
+mod redis;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -112,8 +115,8 @@ impl<S: idem::store::Store> Shop<S> {
 #[derive(Clone)]
 struct SharedMemory(Arc<MemoryStore>);
 
-/// Runs `check` on a fresh memory store, a fresh SQLite file and, when a server is there,
-/// a fresh PostgreSQL schema.
+/// Runs `check` on a fresh memory store, a fresh SQLite file and, when their servers are
+/// there, a fresh PostgreSQL schema and a fresh Redis prefix.
 fn on_every_store(test: &str, check: impl Fn(&dyn Fn() -> Box<dyn Opened>, &str)) {
     let memory = SharedMemory(Arc::new(MemoryStore::new()));
     check(&|| Box::new(memory.clone()) as Box<dyn Opened>, &format!("{test}-memory"));
@@ -124,6 +127,12 @@ fn on_every_store(test: &str, check: impl Fn(&dyn Fn() -> Box<dyn Opened>, &str)
         let schema = postgres::fresh_schema("budgets");
         let open = || idem::PgStore::builder(&url).schema(&schema).build().unwrap();
         check(&|| Box::new(open()) as Box<dyn Opened>, &format!("{test}-pg"));
+    }
+    #[cfg(feature = "redis")]
+    if let Some(url) = redis::test_url(&format!("{test} on Redis")) {
+        let prefix = postgres::fresh_schema("budgets");
+        let open = || idem::RedisStore::builder(&url).prefix(&prefix).build().unwrap();
+        check(&|| Box::new(open()) as Box<dyn Opened>, &format!("{test}-redis"));
     }
 }
 

@@ -59,7 +59,7 @@
 //!   window. In code: [`Admin::budgets`](crate::store::Admin::budgets) and
 //!   [`Admin::adjust_budget`](crate::store::Admin::adjust_budget). Windows are kept 7 days
 //!   after they end ([`Store::purge`](crate::store::Store::purge) removes older ones).
-//! - **Stores.** The memory, SQLite and PostgreSQL stores keep budgets. A store of your own
+//! - **Stores.** The memory, SQLite, PostgreSQL and Redis stores keep budgets. A store of your own
 //!   keeps none unless it implements [`Store::reserve_charged`](crate::store::Store::reserve_charged)
 //!   (and passes [`check_budgets`](crate::testing::conformance::check_budgets)); until
 //!   then a tool with a budget on it answers `STORE_UNAVAILABLE` and never runs its body.

@@ -1,4 +1,4 @@
-//! The same rules on SQLite and PostgreSQL, and a store that fails.
+//! The same rules on SQLite, PostgreSQL and Redis, and a store that fails.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

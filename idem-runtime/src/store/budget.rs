@@ -159,7 +159,7 @@ pub fn units(millionths: i64) -> String {
 /// What a store that keeps no budgets answers a charge.
 pub(crate) fn not_kept() -> super::StoreError {
     super::StoreError::Refused(
-        "this store keeps no budgets: a tool with `budget = ...` needs a store that does (memory, SQLite, PostgreSQL)"
+        "this store keeps no budgets: a tool with `budget = ...` needs a store that does (memory, SQLite, PostgreSQL, Redis)"
             .to_owned(),
     )
 }

@@ -130,7 +130,7 @@
 //! `<fn>_record_id(...)` names its record ([`OwnedRecordId`]) for code that reads or
 //! settles it through a store. `idem::testing::conformance::check_store` (feature
 //! `testing`) runs the shared store checks against it, and `check_async_store` the same
-//! checks through its async impl; the memory, SQLite and PostgreSQL stores all run that
+//! checks through its async impl; the memory, SQLite, PostgreSQL and Redis stores all run that
 //! one suite. Implement [`Admin`] too for the `idem` command's operations.
 //!
 //! # Calling store operations (for store authors)

@@ -23,7 +23,7 @@
 //! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
 //! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
 //!
-//! The memory, SQLite and PostgreSQL stores run that one suite in their own tests.
+//! The memory, SQLite, PostgreSQL and Redis stores run that one suite in their own tests.
 //!
 //! The retry matrix, for a tool whose arguments are `Args` and whose effects your ledger
 //! counts (its module has a whole example):

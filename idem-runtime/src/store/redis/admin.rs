@@ -1,5 +1,6 @@
-//! The operator's operations on a Redis store. Listing walks the prefix's keys with
-//! `SCAN` (a namespace's records share a name prefix) and reads them by the batch.
+//! The operator's operations on a Redis store. Listing walks the store's indexes (a
+//! sorted set of record names by reservation time, a set of budget windows) and reads the
+//! records by the batch, so it never scans the server's other keys.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::RedisStore;
-use super::fields::{self, glob_escape, namespace_prefix, record_key, window_key};
+use super::fields::{self, namespace_prefix, record_key, records_index, window_key, window_prefix, windows_index};
 use super::io::block_on;
 use super::scripts::SCRIPTS;
 use crate::store::admin::selects;
@@ -15,46 +16,43 @@ use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, 
 use crate::store::{Admin, Completion, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl RedisStore {
-    /// Every hash whose name matches `pattern`, with the server's time of the last batch.
-    async fn hashes(&self, pattern: &str) -> Result<(i64, Vec<HashMap<String, String>>), StoreError> {
-        let (mut cursor, mut found, mut now) = (0, Vec::new(), 0);
+    /// The hashes of the records of `namespace` (every one without it), oldest first by
+    /// reservation, and the server's time they were read at.
+    async fn hashes(&self, namespace: Option<&str>) -> Result<(i64, Vec<HashMap<String, String>>), StoreError> {
+        const BATCH: usize = 1000;
+        let index = records_index(&self.prefix);
+        let wanted = namespace.map(|namespace| namespace_prefix(&self.prefix, namespace));
+        let (mut found, mut offset, mut now) = (Vec::new(), 0, None);
         loop {
-            let (next, keys) = self.scan(pattern, cursor).await?;
-            if !keys.is_empty() {
-                let (read_at, hashes) = self.read_keys("list", keys).await?;
-                (now, found) = (read_at, [found, hashes].concat());
-            }
-            if next == 0 {
+            let names = self.index_range(&index, offset, BATCH).await?;
+            offset += names.len();
+            let batch = names.len();
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)))
+                .collect();
+            let (read_at, hashes) = self.read_keys("list", names).await?;
+            now.get_or_insert(read_at);
+            found.extend(hashes.into_iter().filter(|hash| hash.contains_key("state")));
+            if batch < BATCH {
                 break;
             }
-            cursor = next;
         }
-        if now == 0 {
-            now = self.read_keys("list", Vec::new()).await?.0;
-        }
-        Ok((now, found))
+        Ok((now.unwrap_or_default(), found))
     }
 
-    async fn records(&self, query: &ListQuery<'_>) -> Result<(i64, Vec<ListedRecord>), StoreError> {
-        let pattern = match query.namespace {
-            Some(namespace) => format!(
-                "{}{}*",
-                glob_escape(&namespace_prefix(&self.prefix, namespace)),
-                glob_escape(query.key_prefix.unwrap_or(""))
-            ),
-            None => format!("{}:r:*", glob_escape(&self.prefix)),
-        };
-        let (now, hashes) = self.hashes(&pattern).await?;
+    async fn records(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
+        let (now, hashes) = self.hashes(query.namespace).await?;
         let mut listed = Vec::new();
         for found in hashes {
             let (Some(namespace), Some(key)) = (found.get("ns"), found.get("key")) else { continue };
             let Some(record) = fields::record(&found, now, &format!("{namespace}/{key}"))? else { continue };
-            if query.namespace.is_none_or(|wanted| wanted == namespace) && selects(query, key, &record, now) {
+            if selects(query, key, &record, now) {
                 listed.push(ListedRecord::new(namespace.clone(), key.clone(), record));
             }
         }
         listed.sort_by_key(|listed| (listed.record.created_at_ms, listed.record.token));
-        Ok((now, listed))
+        Ok(listed)
     }
 
     /// Plants a record in `state` for the conformance suite's unknown-state check.
@@ -63,8 +61,11 @@ impl RedisStore {
         let mut command = redis::cmd("HSET");
         command.arg(record_key(&self.prefix, id)).arg("state").arg(state).arg("token").arg(1).arg("request").arg("{}");
         command.arg("created").arg(0).arg("updated").arg(0).arg("ns").arg(id.namespace).arg("key").arg(id.key);
+        let mut index = redis::cmd("ZADD");
+        index.arg(records_index(&self.prefix)).arg(0).arg(record_key(&self.prefix, id));
         block_on(super::io::run(&self.io, &self.link, "plant", move |mut connection| async move {
-            command.exec_async(&mut connection).await
+            command.exec_async(&mut connection).await?;
+            index.exec_async(&mut connection).await
         }))
     }
 }
@@ -75,17 +76,17 @@ impl Admin for RedisStore {
     }
 
     fn list(&self, query: &ListQuery<'_>) -> Result<Vec<ListedRecord>, StoreError> {
-        let (_, mut listed) = block_on(self.records(query))?;
+        let mut listed = block_on(self.records(query))?;
         listed.truncate(query.limit);
         Ok(listed)
     }
 
     fn count_matching(&self, query: &ListQuery<'_>) -> Result<u64, StoreError> {
-        Ok(block_on(self.records(query))?.1.len() as u64)
+        Ok(block_on(self.records(query))?.len() as u64)
     }
 
     fn count(&self) -> Result<Vec<StateCount>, StoreError> {
-        let (now, hashes) = block_on(self.hashes(&format!("{}:r:*", glob_escape(&self.prefix))))?;
+        let (now, hashes) = block_on(self.hashes(None))?;
         let mut counts: BTreeMap<(String, String), (u64, i64)> = BTreeMap::new();
         for found in hashes {
             let (Some(namespace), Some(state)) = (found.get("ns"), found.get("state")) else { continue };
@@ -117,10 +118,23 @@ impl Admin for RedisStore {
     }
 
     fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
-        let (now, hashes) = block_on(self.hashes(&format!("{}:b:*", glob_escape(&self.prefix))))?;
+        let index = windows_index(&self.prefix);
+        let (now, hashes) = block_on(async {
+            let mut members = redis::cmd("SMEMBERS");
+            members.arg(index);
+            let names: Vec<String> =
+                super::io::run(&self.io, &self.link, "budgets", move |mut connection| async move {
+                    members.query_async(&mut connection).await
+                })
+                .await?;
+            // Only the windows of the budget (and scope) asked for, by their names.
+            let wanted = query.budget.map(|budget| window_prefix(&self.prefix, budget, query.scope));
+            let names = names.into_iter().filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)));
+            self.read_keys("budgets", names.collect()).await
+        })?;
         let mut listed = Vec::new();
-        for found in hashes {
-            let window = fields::window(&found, ("", ""), 0, 1, 0)?;
+        for found in hashes.iter().filter(|found| !found.is_empty()) {
+            let window = fields::window(found, ("", ""), 0, 1, 0)?;
             let wanted = query.budget.is_none_or(|budget| budget == window.budget)
                 && query.scope.is_none_or(|scope| scope == window.scope)
                 && (!query.current || window.end_ms() > now);

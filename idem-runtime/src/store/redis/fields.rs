@@ -19,21 +19,27 @@ pub(super) fn namespace_prefix(prefix: &str, namespace: &str) -> String {
     format!("{prefix}:r:{}:{namespace}:", namespace.len())
 }
 
-/// A budget window's hash, as the scripts name it.
-pub(super) fn window_key(prefix: &str, budget: &str, scope: &str, start_ms: i64) -> String {
-    format!("{prefix}:b:{budget}\0{scope}\0{start_ms}")
+/// The operator's index of records: a sorted set of their names, by reservation time.
+pub(super) fn records_index(prefix: &str) -> String {
+    format!("{prefix}:records")
 }
 
-/// `text` with `SCAN MATCH`'s special characters escaped, so it matches itself only.
-pub(super) fn glob_escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
+/// The operator's index of budget windows: a set of their names.
+pub(super) fn windows_index(prefix: &str) -> String {
+    format!("{prefix}:budgets")
+}
+
+/// A budget window's hash, as the scripts name it.
+pub(super) fn window_key(prefix: &str, budget: &str, scope: &str, start_ms: i64) -> String {
+    format!("{}{start_ms}", window_prefix(prefix, budget, Some(scope)))
+}
+
+/// What the names of `budget`'s windows (of `scope`, if given) start with.
+pub(super) fn window_prefix(prefix: &str, budget: &str, scope: Option<&str>) -> String {
+    match scope {
+        Some(scope) => format!("{prefix}:b:{budget}\0{scope}\0"),
+        None => format!("{prefix}:b:{budget}\0"),
     }
-    escaped
 }
 
 /// A reply's text items (bulk strings, simple strings, integers), in order.

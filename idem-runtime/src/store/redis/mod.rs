@@ -23,7 +23,11 @@
 //!
 //! - **One hash per record** (`<prefix>:r:<namespace length>:<namespace>:<key>`): state,
 //!   fencing token, lease end, request, result, progress, retention end, and the budget
-//!   charge. A record is one key, so its keys are in one hash slot by construction.
+//!   charge. A record is one key, its token included, so its keys are in one hash slot by
+//!   construction. The store also keeps `<prefix>:store` (what the `idem` command looks
+//!   for) and, for the operator's listings and purges, `<prefix>:records` (a sorted set
+//!   of record names) and `<prefix>:budgets` (the budget windows' names), written by the
+//!   same scripts, so listing never scans the server's other keys.
 //! - **One Lua script per transition** (reserve, reserve with a charge, take-over, renew,
 //!   complete, release, abandon, and the operator's settle and reopen): each reads the
 //!   server's clock (`TIME`) and changes the record only if it is exactly what the
@@ -85,8 +89,8 @@
 //!   cannot hold a key and an arbitrary effect in one transaction that rolls back on an
 //!   error (`MULTI` does not roll back, and a script cannot wait on the body).
 //! - **Redis Cluster**: this store speaks to one server (with its replicas). Each record
-//!   is one key, but a charged reservation also touches its budget window, which lives in
-//!   another slot.
+//!   is one key, but a reservation also writes the store's index, and a charged one its
+//!   budget window, which live in other slots.
 
 mod admin;
 mod fields;
@@ -100,7 +104,7 @@ use redis::Value;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use self::fields::{hash, record_key, texts};
+use self::fields::{hash, record_key, records_index, texts, windows_index};
 use self::io::{Io, Link, block_on, run};
 use self::scripts::SCRIPTS;
 use super::budget::{Charge, WINDOWS_KEPT_MS};
@@ -212,11 +216,13 @@ impl RedisStore {
         let reply = match charge {
             None => {
                 let mut invocation = SCRIPTS.reserve.key(self.key(request.id));
+                invocation.key(records_index(&self.prefix));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
                 self.script_replicated("reserve", invocation, true).await?
             }
             Some(charge) => {
                 let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
+                invocation.key(records_index(&self.prefix)).key(windows_index(&self.prefix));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
                 invocation.arg(&self.prefix).arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
@@ -306,6 +312,7 @@ impl RedisStore {
     /// operator's (`token` `None`).
     async fn delete(&self, id: RecordId<'_>, token: Option<Token>) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.release.key(self.key(id));
+        invocation.key(records_index(&self.prefix));
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(&self.prefix);
         invocation.arg(duration_ms(TOMBSTONE));
         self.fenced_unless_done("release", invocation).await
@@ -342,39 +349,44 @@ impl RedisStore {
         Ok((now, hashes))
     }
 
+    /// Walks the records' index by the batch: each batch's script deletes what is due and
+    /// takes off the index what it deleted and what Redis expired.
     async fn purge_async(&self, limit: usize) -> Result<usize, StoreError> {
-        let mut purged = 0;
-        let pattern = format!("{}:r:*", fields::glob_escape(&self.prefix));
-        let mut cursor = 0u64;
-        while purged < limit {
-            let (next, keys) = self.scan(&pattern, cursor).await?;
-            if !keys.is_empty() {
-                let mut invocation = SCRIPTS.purge.prepare_invoke();
-                for key in keys {
-                    invocation.key(key);
-                }
-                invocation.arg(limit - purged);
-                match self.script("purge", invocation).await? {
-                    Value::Int(n) => purged += usize::try_from(n).unwrap_or(0),
-                    other => return Err(self.link.failed("purge", format!("unexpected reply {other:?}"))),
-                }
+        const BATCH: usize = 1000;
+        let index = records_index(&self.prefix);
+        let (mut purged, mut offset) = (0, 0);
+        loop {
+            let names = self.index_range(&index, offset, BATCH).await?;
+            let mut invocation = SCRIPTS.purge.key(&index);
+            for name in &names {
+                invocation.key(name);
             }
-            if next == 0 {
+            invocation.arg(limit - purged);
+            let reply = texts(self.script("purge", invocation).await?)?;
+            let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
+            let [deleted, dropped] = counts[..] else {
+                return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
+            };
+            purged += deleted;
+            offset += names.len() - dropped;
+            if names.len() < BATCH || purged >= limit {
                 break;
             }
-            cursor = next;
         }
+        let mut prune = SCRIPTS.prune_windows.key(windows_index(&self.prefix));
+        prune.arg(0);
+        self.script("purge", prune).await?;
         Ok(purged)
     }
 
-    /// One `SCAN` step: the next cursor and the keys it found.
-    async fn scan(&self, pattern: &str, cursor: u64) -> Result<(u64, Vec<String>), StoreError> {
-        let mut command = redis::cmd("SCAN");
-        command.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+    /// Up to `count` names of the records' index from rank `offset`, oldest first.
+    async fn index_range(&self, index: &str, offset: usize, count: usize) -> Result<Vec<String>, StoreError> {
+        let mut command = redis::cmd("ZRANGE");
+        command.arg(index).arg(offset).arg(offset + count - 1);
         run(
             &self.io,
             &self.link,
-            "scan",
+            "list",
             move |mut connection| async move { command.query_async(&mut connection).await },
         )
         .await
@@ -445,8 +457,12 @@ impl RedisStoreBuilder {
 
     fn make(self, mark: bool) -> Result<RedisStore, StoreError> {
         let described = format!("Redis {} (prefix {})", without_password(&self.url), self.prefix);
-        let client = redis::Client::open(self.url.as_str())
-            .map_err(|e| StoreError::Backend(format!("{described}: the URL: {e}").into()))?;
+        let bad_url = |e: redis::RedisError| StoreError::Backend(format!("{described}: the URL: {e}").into());
+        // No Nagle: a multiplexed connection writes calls as they come, and a small write
+        // held for a delayed ACK costs a call 40 ms.
+        let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str()).map_err(bad_url)?;
+        let info = info.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
+        let client = redis::Client::open(info).map_err(bad_url)?;
         let link = Link {
             client,
             connections: Mutex::new(HashMap::new()),

@@ -1,7 +1,8 @@
 //! The Lua scripts, one per transition. Each runs atomically on the server, reads the
 //! server's clock (`TIME`) and touches one record's hash (and, for a charged reservation
-//! or its refund, one budget window's): a record is never read in one command and written
-//! in another, so no stale read can overwrite a newer state.
+//! or its refund, one budget window's; a reservation, release or purge also keeps the
+//! operator's index of records): a record is never read in one command and written in
+//! another, so no stale read can overwrite a newer state.
 //!
 //! A record is a hash with `state`, `token`, `request`, `created`, `updated` and then
 //! `lease` and `progress` (in progress) or `result` and `retain` (settled), and for a
@@ -66,8 +67,8 @@ end
     };
 }
 
-/// Reserve, without a budget. KEYS: record. ARGV: request, lease ms, namespace, key.
-/// Returns `{'existing', now, field, value, ...}` or `{'acquired', token}`.
+/// Reserve, without a budget. KEYS: record, the records' index. ARGV: request, lease ms,
+/// namespace, key. Returns `{'existing', now, field, value, ...}` or `{'acquired', token}`.
 const RESERVE: &str = with_prelude!(
     r#"
 local now = now_ms()
@@ -81,11 +82,13 @@ local token = num(next_token(KEYS[1]))
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
   'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4])
+redis.call('ZADD', KEYS[2], num(now), KEYS[1])
 return {'acquired', token}
 "#
 );
 
-/// Reserve and charge a budget window in one step. KEYS: record. ARGV: request, lease ms,
+/// Reserve and charge a budget window in one step. KEYS: record, the records' index, the
+/// windows' index. ARGV: request, lease ms,
 /// namespace, key, prefix, budget, scope, window ms, limit, amount, past limit (`1`/`0`),
 /// how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
 /// `{'over', now, start, field, value, ...}` with the window's fields.
@@ -110,6 +113,7 @@ if ARGV[11] ~= '1' and used + tonumber(ARGV[10]) > tonumber(ARGV[9]) + raised th
   table.insert(found, 1, 'over')
   return found
 end
+if not w[1] then redis.call('SADD', KEYS[3], window) end
 redis.call('HSET', window, 'budget', ARGV[6], 'scope', ARGV[7], 'start', start, 'window', ARGV[8], 'limit', ARGV[9])
 redis.call('HSETNX', window, 'raised', '0')
 redis.call('HINCRBY', window, 'used', ARGV[10])
@@ -119,6 +123,7 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
   'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4],
   'cb', ARGV[6], 'cs', ARGV[7], 'cw', start, 'ca', ARGV[10])
+redis.call('ZADD', KEYS[2], num(now), KEYS[1])
 return {'acquired', token}
 "#
 );
@@ -166,14 +171,15 @@ return 1
 );
 
 /// Delete an in-progress record, refunding its charge: the holder's release, or an
-/// operator's (token `''`). KEYS: record. ARGV: token, prefix, tombstone ms. Returns 1, or
-/// 0 when fenced.
+/// operator's (token `''`). KEYS: record, the records' index. ARGV: token, prefix,
+/// tombstone ms. Returns 1, or 0 when fenced.
 const RELEASE: &str = with_prelude!(
     r#"
 local ok, token = held(KEYS[1], ARGV[1])
 if not ok then return 0 end
 refund(ARGV[2], KEYS[1])
 bury(KEYS[1], token, ARGV[3])
+redis.call('ZREM', KEYS[2], KEYS[1])
 return 1
 "#
 );
@@ -215,22 +221,36 @@ return found
 "#
 );
 
-/// Delete the settled records among KEYS whose retention has ended, at most ARGV[1].
-/// Returns how many it deleted.
+/// Delete the settled records among KEYS[2..] whose retention has ended, at most ARGV[1],
+/// and take them off the records' index (KEYS[1]), with the names whose record is gone
+/// (expired, or a tombstone). Returns `{deleted, taken off the index}`.
 const PURGE: &str = with_prelude!(
     r#"
-local now, limit, deleted = now_ms(), tonumber(ARGV[1]), 0
-for _, key in ipairs(KEYS) do
-  if deleted >= limit then break end
+local now, limit, deleted, dropped = now_ms(), tonumber(ARGV[1]), 0, 0
+for i = 2, #KEYS do
+  local key = KEYS[i]
   local r = redis.call('HMGET', key, 'state', 'retain')
-  if (r[1] == 'completed' or r[1] == 'failed') and r[2] and tonumber(r[2]) <= now then
+  if not r[1] then
+    redis.call('ZREM', KEYS[1], key)
+    dropped = dropped + 1
+  elseif deleted < limit and (r[1] == 'completed' or r[1] == 'failed') and r[2] and tonumber(r[2]) <= now then
     redis.call('DEL', key)
+    redis.call('ZREM', KEYS[1], key)
     deleted = deleted + 1
+    dropped = dropped + 1
   end
 end
-return deleted
+return {deleted, dropped}
 "#
 );
+
+/// Take the windows that expired off the windows' index (KEYS[1]).
+const PRUNE_WINDOWS: &str = r#"
+for _, window in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', window) == 0 then redis.call('SREM', KEYS[1], window) end
+end
+return 1
+"#;
 
 /// Raise a window's limit or reset its use, recording who and why. KEYS: window. ARGV:
 /// `raise` or `reset`, the raise (millionths), by, note. Returns `{now, field, value, ...}`
@@ -267,6 +287,7 @@ pub(super) struct Scripts {
     pub(super) reopen: Script,
     pub(super) read: Script,
     pub(super) purge: Script,
+    pub(super) prune_windows: Script,
     pub(super) adjust: Script,
 }
 
@@ -281,5 +302,6 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     reopen: Script::new(REOPEN),
     read: Script::new(READ),
     purge: Script::new(PURGE),
+    prune_windows: Script::new(PRUNE_WINDOWS),
     adjust: Script::new(ADJUST),
 });
