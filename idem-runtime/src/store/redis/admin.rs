@@ -1,5 +1,5 @@
-//! The operator's operations on a Redis store. Listing walks the store's indexes (a
-//! sorted set of record names by reservation time, a set of budget windows) and reads the
+//! The operator's operations on a Redis store. Listing walks the store's indexes (sorted
+//! sets of running and settled records' names, a set of budget windows) and reads the
 //! records by the batch, so it never scans the server's other keys.
 
 use std::collections::{BTreeMap, HashMap};
@@ -8,7 +8,9 @@ use std::time::Duration;
 use redis::Value;
 
 use super::RedisStore;
-use super::fields::{self, namespace_prefix, record_key, records_index, window_key, window_prefix, windows_index};
+use super::fields::{
+    self, namespace_prefix, record_key, running_index, settled_index, window_key, window_prefix, windows_index,
+};
 use super::io::block_on;
 use super::scripts::SCRIPTS;
 use crate::store::admin::selects;
@@ -16,26 +18,28 @@ use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, 
 use crate::store::{Admin, Completion, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl RedisStore {
-    /// The hashes of the records of `namespace` (every one without it), oldest first by
-    /// reservation, and the server's time they were read at.
+    /// The hashes of the records of `namespace` (every one without it), running ones
+    /// first, and the server's time they were read at.
     async fn hashes(&self, namespace: Option<&str>) -> Result<(i64, Vec<HashMap<String, String>>), StoreError> {
         const BATCH: usize = 1000;
-        let index = records_index(&self.prefix);
         let wanted = namespace.map(|namespace| namespace_prefix(&self.prefix, namespace));
-        let (mut found, mut offset, mut now) = (Vec::new(), 0, None);
-        loop {
-            let names = self.index_range(&index, offset, BATCH).await?;
-            offset += names.len();
-            let batch = names.len();
-            let names: Vec<String> = names
-                .into_iter()
-                .filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)))
-                .collect();
-            let (read_at, hashes) = self.read_keys("list", names).await?;
-            now.get_or_insert(read_at);
-            found.extend(hashes.into_iter().filter(|hash| hash.contains_key("state")));
-            if batch < BATCH {
-                break;
+        let (mut found, mut now) = (Vec::new(), None);
+        for index in [running_index(&self.prefix), settled_index(&self.prefix)] {
+            let mut offset = 0;
+            loop {
+                let names = self.index_range(&index, offset, BATCH).await?;
+                offset += names.len();
+                let batch = names.len();
+                let names: Vec<String> = names
+                    .into_iter()
+                    .filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)))
+                    .collect();
+                let (read_at, hashes) = self.read_keys("list", names).await?;
+                now.get_or_insert(read_at);
+                found.extend(hashes.into_iter().filter(|hash| hash.contains_key("state")));
+                if batch < BATCH {
+                    break;
+                }
             }
         }
         Ok((now.unwrap_or_default(), found))
@@ -62,7 +66,7 @@ impl RedisStore {
         command.arg(record_key(&self.prefix, id)).arg("state").arg(state).arg("token").arg(1).arg("request").arg("{}");
         command.arg("created").arg(0).arg("updated").arg(0).arg("ns").arg(id.namespace).arg("key").arg(id.key);
         let mut index = redis::cmd("ZADD");
-        index.arg(records_index(&self.prefix)).arg(0).arg(record_key(&self.prefix, id));
+        index.arg(running_index(&self.prefix)).arg(0).arg(record_key(&self.prefix, id));
         block_on(super::io::run(&self.io, &self.link, "plant", move |mut connection| async move {
             command.exec_async(&mut connection).await?;
             index.exec_async(&mut connection).await
@@ -114,7 +118,9 @@ impl Admin for RedisStore {
     }
 
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        block_on(self.fenced_unless_done("reopen", SCRIPTS.reopen.key(record_key(&self.prefix, id))))
+        let mut invocation = SCRIPTS.reopen.key(record_key(&self.prefix, id));
+        invocation.key(running_index(&self.prefix)).key(settled_index(&self.prefix));
+        block_on(self.fenced_unless_done("reopen", invocation))
     }
 
     fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {

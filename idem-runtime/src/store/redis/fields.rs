@@ -19,9 +19,16 @@ pub(super) fn namespace_prefix(prefix: &str, namespace: &str) -> String {
     format!("{prefix}:r:{}:{namespace}:", namespace.len())
 }
 
-/// The operator's index of records: a sorted set of their names, by reservation time.
-pub(super) fn records_index(prefix: &str) -> String {
-    format!("{prefix}:records")
+/// The index of in-progress records: a sorted set of their names, by reservation time.
+pub(super) fn running_index(prefix: &str) -> String {
+    format!("{prefix}:running")
+}
+
+/// The index of settled records: a sorted set of their names, by the end of their
+/// retention. The settling script takes off what Redis expired, so it does not grow
+/// without a purge.
+pub(super) fn settled_index(prefix: &str) -> String {
+    format!("{prefix}:settled")
 }
 
 /// The operator's index of budget windows: a set of their names.

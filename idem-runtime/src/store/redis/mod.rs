@@ -25,9 +25,11 @@
 //!   fencing token, lease end, request, result, progress, retention end, and the budget
 //!   charge. A record is one key, its token included, so its keys are in one hash slot by
 //!   construction. The store also keeps `<prefix>:store` (what the `idem` command looks
-//!   for) and, for the operator's listings and purges, `<prefix>:records` (a sorted set
-//!   of record names) and `<prefix>:budgets` (the budget windows' names), written by the
-//!   same scripts, so listing never scans the server's other keys.
+//!   for) and, for the operator's listings and purges, `<prefix>:running` and
+//!   `<prefix>:settled` (sorted sets of record names, by reservation time and by end of
+//!   retention) and `<prefix>:budgets` (the budget windows' names), written by the same
+//!   scripts: listing never scans the server's other keys, and the settling script takes
+//!   off the index what Redis has expired, so nothing grows without a purge.
 //! - **One Lua script per transition** (reserve, reserve with a charge, take-over, renew,
 //!   complete, release, abandon, and the operator's settle and reopen): each reads the
 //!   server's clock (`TIME`) and changes the record only if it is exactly what the
@@ -104,7 +106,7 @@ use redis::Value;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use self::fields::{hash, record_key, records_index, texts, windows_index};
+use self::fields::{hash, record_key, running_index, settled_index, texts, windows_index};
 use self::io::{Io, Link, block_on, run};
 use self::scripts::SCRIPTS;
 use super::budget::{Charge, WINDOWS_KEPT_MS};
@@ -216,13 +218,13 @@ impl RedisStore {
         let reply = match charge {
             None => {
                 let mut invocation = SCRIPTS.reserve.key(self.key(request.id));
-                invocation.key(records_index(&self.prefix));
+                invocation.key(running_index(&self.prefix));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
                 self.script_replicated("reserve", invocation, true).await?
             }
             Some(charge) => {
                 let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
-                invocation.key(records_index(&self.prefix)).key(windows_index(&self.prefix));
+                invocation.key(running_index(&self.prefix)).key(windows_index(&self.prefix));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
                 invocation.arg(&self.prefix).arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
@@ -295,6 +297,7 @@ impl RedisStore {
             Completion::KeptError(error) => ("failed", error),
         };
         let mut invocation = SCRIPTS.settle.key(self.key(id));
+        invocation.key(running_index(&self.prefix)).key(settled_index(&self.prefix));
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(state).arg(result);
         invocation.arg(duration_ms(retain)).arg(duration_ms(self.expire_after_retention));
         let operation = if token.is_some() { "complete" } else { "resolve" };
@@ -312,7 +315,7 @@ impl RedisStore {
     /// operator's (`token` `None`).
     async fn delete(&self, id: RecordId<'_>, token: Option<Token>) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.release.key(self.key(id));
-        invocation.key(records_index(&self.prefix));
+        invocation.key(running_index(&self.prefix));
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(&self.prefix);
         invocation.arg(duration_ms(TOMBSTONE));
         self.fenced_unless_done("release", invocation).await
@@ -349,27 +352,20 @@ impl RedisStore {
         Ok((now, hashes))
     }
 
-    /// Walks the records' index by the batch: each batch's script deletes what is due and
-    /// takes off the index what it deleted and what Redis expired.
+    /// Deletes what is due, by the batch, oldest retention first, from the settled index.
     async fn purge_async(&self, limit: usize) -> Result<usize, StoreError> {
         const BATCH: usize = 1000;
-        let index = records_index(&self.prefix);
-        let (mut purged, mut offset) = (0, 0);
-        loop {
-            let names = self.index_range(&index, offset, BATCH).await?;
-            let mut invocation = SCRIPTS.purge.key(&index);
-            for name in &names {
-                invocation.key(name);
-            }
-            invocation.arg(limit - purged);
+        let mut purged = 0;
+        while purged < limit {
+            let mut invocation = SCRIPTS.purge.key(settled_index(&self.prefix));
+            invocation.arg((limit - purged).min(BATCH));
             let reply = texts(self.script("purge", invocation).await?)?;
             let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
-            let [deleted, dropped] = counts[..] else {
+            let [deleted, due] = counts[..] else {
                 return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
             };
             purged += deleted;
-            offset += names.len() - dropped;
-            if names.len() < BATCH || purged >= limit {
+            if due < (limit - purged + deleted).min(BATCH) {
                 break;
             }
         }
@@ -379,7 +375,7 @@ impl RedisStore {
         Ok(purged)
     }
 
-    /// Up to `count` names of the records' index from rank `offset`, oldest first.
+    /// Up to `count` names of an index from rank `offset`, lowest score first.
     async fn index_range(&self, index: &str, offset: usize, count: usize) -> Result<Vec<String>, StoreError> {
         let mut command = redis::cmd("ZRANGE");
         command.arg(index).arg(offset).arg(offset + count - 1);

@@ -1,7 +1,7 @@
 //! The Lua scripts, one per transition. Each runs atomically on the server, reads the
 //! server's clock (`TIME`) and touches one record's hash (and, for a charged reservation
-//! or its refund, one budget window's; a reservation, release or purge also keeps the
-//! operator's index of records): a record is never read in one command and written in
+//! or its refund, one budget window's; the transitions also keep the operator's indexes
+//! of running and settled records): a record is never read in one command and written in
 //! another, so no stale read can overwrite a newer state.
 //!
 //! A record is a hash with `state`, `token`, `request`, `created`, `updated` and then
@@ -67,7 +67,7 @@ end
     };
 }
 
-/// Reserve, without a budget. KEYS: record, the records' index. ARGV: request, lease ms,
+/// Reserve, without a budget. KEYS: record, the running index. ARGV: request, lease ms,
 /// namespace, key. Returns `{'existing', now, field, value, ...}` or `{'acquired', token}`.
 const RESERVE: &str = with_prelude!(
     r#"
@@ -87,7 +87,7 @@ return {'acquired', token}
 "#
 );
 
-/// Reserve and charge a budget window in one step. KEYS: record, the records' index, the
+/// Reserve and charge a budget window in one step. KEYS: record, the running index, the
 /// windows' index. ARGV: request, lease ms,
 /// namespace, key, prefix, budget, scope, window ms, limit, amount, past limit (`1`/`0`),
 /// how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
@@ -156,8 +156,10 @@ return 1
 );
 
 /// Settle an in-progress record: the holder's completion, or an operator's (token `''`).
-/// KEYS: record. ARGV: token, `completed` or `failed`, result, retain ms, how long Redis
-/// keeps it after its retention (ms). Returns 1, or 0 when fenced.
+/// It moves the record from the running index to the settled one (by retention end), and
+/// takes off the settled index what Redis has expired since. KEYS: record, the running
+/// index, the settled index. ARGV: token, `completed` or `failed`, result, retain ms, how
+/// long Redis keeps it after its retention (ms). Returns 1, or 0 when fenced.
 const SETTLE: &str = with_prelude!(
     r#"
 if not held(KEYS[1], ARGV[1]) then return 0 end
@@ -166,12 +168,15 @@ local until_ms = now + tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'result', ARGV[3], 'updated', num(now), 'retain', num(until_ms))
 redis.call('HDEL', KEYS[1], 'lease', 'progress')
 expire_at(KEYS[1], until_ms + tonumber(ARGV[5]))
+redis.call('ZREM', KEYS[2], KEYS[1])
+redis.call('ZADD', KEYS[3], num(until_ms), KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. num(now - tonumber(ARGV[5])))
 return 1
 "#
 );
 
 /// Delete an in-progress record, refunding its charge: the holder's release, or an
-/// operator's (token `''`). KEYS: record, the records' index. ARGV: token, prefix,
+/// operator's (token `''`). KEYS: record, the running index. ARGV: token, prefix,
 /// tombstone ms. Returns 1, or 0 when fenced.
 const RELEASE: &str = with_prelude!(
     r#"
@@ -195,16 +200,19 @@ return 1
 );
 
 /// Put a settled record back in progress, its lease ended, with a new token. KEYS:
-/// record. Returns 1, or 0 when the record is not settled.
+/// record, the running index, the settled index. Returns 1, or 0 when the record is not
+/// settled.
 const REOPEN: &str = with_prelude!(
     r#"
-local state = redis.call('HGET', KEYS[1], 'state')
-if state ~= 'completed' and state ~= 'failed' then return 0 end
+local r = redis.call('HMGET', KEYS[1], 'state', 'created')
+if r[1] ~= 'completed' and r[1] ~= 'failed' then return 0 end
 local now = num(now_ms())
 local token = num(next_token(KEYS[1]))
 redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'lease', now, 'updated', now)
 redis.call('HDEL', KEYS[1], 'result', 'retain', 'progress')
 redis.call('PERSIST', KEYS[1])
+redis.call('ZREM', KEYS[3], KEYS[1])
+redis.call('ZADD', KEYS[2], r[2] or now, KEYS[1])
 return 1
 "#
 );
@@ -221,26 +229,23 @@ return found
 "#
 );
 
-/// Delete the settled records among KEYS[2..] whose retention has ended, at most ARGV[1],
-/// and take them off the records' index (KEYS[1]), with the names whose record is gone
-/// (expired, or a tombstone). Returns `{deleted, taken off the index}`.
+/// Delete settled records whose retention has ended, at most ARGV[1], oldest retention
+/// first, from the settled index (KEYS[1]), and take them off it, with the names whose
+/// record Redis has expired. Returns `{deleted, taken off the index}`.
 const PURGE: &str = with_prelude!(
     r#"
-local now, limit, deleted, dropped = now_ms(), tonumber(ARGV[1]), 0, 0
-for i = 2, #KEYS do
-  local key = KEYS[i]
+local now = now_ms()
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[1]))
+local deleted = 0
+for _, key in ipairs(due) do
   local r = redis.call('HMGET', key, 'state', 'retain')
-  if not r[1] then
-    redis.call('ZREM', KEYS[1], key)
-    dropped = dropped + 1
-  elseif deleted < limit and (r[1] == 'completed' or r[1] == 'failed') and r[2] and tonumber(r[2]) <= now then
+  if (r[1] == 'completed' or r[1] == 'failed') and r[2] and tonumber(r[2]) <= now then
     redis.call('DEL', key)
-    redis.call('ZREM', KEYS[1], key)
     deleted = deleted + 1
-    dropped = dropped + 1
   end
+  redis.call('ZREM', KEYS[1], key)
 end
-return {deleted, dropped}
+return {deleted, #due}
 "#
 );
 

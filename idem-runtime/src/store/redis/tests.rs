@@ -178,9 +178,9 @@ fn a_record_is_one_key_through_every_transition() {
         keys
     };
     let record = super::fields::record_key(&store.prefix, id("one"));
-    let (index, marker) = (format!("{}:records", store.prefix), format!("{}:store", store.prefix));
+    let [running, settled, marker] = ["running", "settled", "store"].map(|name| format!("{}:{name}", store.prefix));
     let token = acquire(&store, "one", Duration::ZERO);
-    assert_eq!(keys(&store), [record.clone(), index.clone(), marker.clone()]);
+    assert_eq!(keys(&store), [record.clone(), running.clone(), marker.clone()]);
     let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
     Store::abandon(&store, id("one"), token).unwrap();
     let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
@@ -188,7 +188,7 @@ fn a_record_is_one_key_through_every_transition() {
     assert_eq!(keys(&store), [record.clone(), marker.clone()], "the tombstone is the record's own key, off the index");
     let token = acquire(&store, "one", Duration::from_secs(60));
     Store::complete(&store, id("one"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
-    assert_eq!(keys(&store), [record, index, marker]);
+    assert_eq!(keys(&store), [record, settled, marker]);
 }
 
 /// A store whose server is unreachable answers at once with a message naming it, and the
@@ -229,4 +229,32 @@ fn runtimes_come_and_go_and_sync_calls_inside_them_answer() {
         assert_eq!(sync_read.unwrap().unwrap().unwrap().token, token);
         drop(runtime);
     }
+}
+
+/// Settled records that Redis expires leave the settled index when the next record
+/// settles: the index stays as large as what is kept, with no purge ever run.
+#[test]
+fn the_settled_index_forgets_what_redis_expired_without_a_purge() {
+    let Some(url) = url("the_settled_index_forgets_what_redis_expired_without_a_purge") else { return };
+    let store =
+        RedisStore::builder(&url).prefix(&fresh_prefix()).expire_after_retention(Duration::ZERO).build().unwrap();
+    for n in 0..10 {
+        let key = format!("gone-{n}");
+        let token = acquire(&store, &key, Duration::from_secs(60));
+        Store::complete(&store, id(&key), token, Completion::Success("1"), Duration::ZERO).unwrap();
+        assert_eq!(Store::read(&store, id(&key)).unwrap(), None, "expired by Redis at the end of its retention");
+    }
+    // Until the server's clock has moved past every settling above (a 1 ms lease ends).
+    acquire(&store, "clock", Duration::from_millis(1));
+    while !matches!(
+        Store::read(&store, id("clock")).unwrap().map(|record| record.state),
+        Some(RecordState::InProgress { lease_expired: true, .. })
+    ) {
+        std::thread::yield_now();
+    }
+    let token = acquire(&store, "kept", Duration::from_secs(60));
+    Store::complete(&store, id("kept"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    let settled: i64 = command(&url, redis::cmd("ZCARD").arg(format!("{}:settled", store.prefix)));
+    assert_eq!(settled, 1, "only the kept record is indexed");
+    assert_eq!(Store::purge(&store, 100).unwrap(), 0);
 }
