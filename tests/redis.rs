@@ -22,12 +22,26 @@ use redis::Server;
 struct Shop {
     store: RedisStore,
     effects: Mutex<HashMap<u32, u32>>,
+    held: AtomicUsize,
 }
 
 impl Shop {
     fn on(url: &str) -> Shop {
-        let store = RedisStore::builder(url).operation_timeout(Duration::from_millis(500)).build().unwrap();
-        Shop { store, effects: Mutex::default() }
+        Shop::with(RedisStore::builder(url).operation_timeout(Duration::from_millis(500)).build().unwrap())
+    }
+
+    fn with(store: RedisStore) -> Shop {
+        Shop { store, effects: Mutex::default(), held: AtomicUsize::new(0) }
+    }
+
+    /// A body that waits at `go` once `entered` says it runs (lease 1 s: renewed while it
+    /// waits, so it stays live however long the test takes).
+    #[idempotent(key = "hold:<order>", namespace = "redis.hold", lease = "1s", store = self.store)]
+    fn hold(&self, order: u32, entered: &std::sync::Barrier, go: &std::sync::Barrier) -> Result<u32, idem::Error> {
+        self.held.fetch_add(1, Ordering::SeqCst);
+        entered.wait();
+        go.wait();
+        Ok(order)
     }
 
     #[idempotent(key = "pay:<order>", namespace = "redis.pay", lease = "1h", store = self.store)]
@@ -45,12 +59,33 @@ impl Shop {
     }
 }
 
+/// Powertools #8386 and #5678: a call in progress (its lease live) was taken for an
+/// orphan, and an overlapping call ran too. Here the overlapping call is told IN_PROGRESS
+/// while the first one's body runs, and the body runs once.
+#[test]
+fn an_overlapping_call_is_in_progress_and_never_runs() {
+    let Some(url) = redis::test_url("an_overlapping_call_is_in_progress_and_never_runs") else { return };
+    let shop = Shop::with(RedisStore::builder(&url).prefix(&prefix()).build().unwrap());
+    let (entered, go) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| shop.hold(5, &entered, &go));
+        entered.wait(); // the first call's body runs
+        let error = shop.hold(5, &entered, &go).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InProgress, "{error}");
+        go.wait();
+        assert_eq!(first.join().unwrap().unwrap(), 5);
+    });
+    assert_eq!(shop.held.load(Ordering::SeqCst), 1);
+    assert_eq!(shop.hold(5, &std::sync::Barrier::new(1), &std::sync::Barrier::new(1)).unwrap(), 5, "a replay");
+    assert_eq!(shop.held.load(Ordering::SeqCst), 1);
+}
+
 /// An abandoned call (its holder gone, its lease ended) answers OUTCOME_UNKNOWN without a
 /// reconcile hook: the body does not run again.
 #[test]
 fn an_abandoned_call_is_outcome_unknown_never_a_blind_rerun() {
     let Some(url) = redis::test_url("an_abandoned_call_is_outcome_unknown_never_a_blind_rerun") else { return };
-    let shop = Shop { store: RedisStore::builder(&url).prefix(&prefix()).build().unwrap(), effects: Mutex::default() };
+    let shop = Shop::with(RedisStore::builder(&url).prefix(&prefix()).build().unwrap());
     let id = RecordId { namespace: "redis.pay", key: "pay:7" };
     let Ok(Reservation::Acquired { token }) =
         Store::reserve(&shop.store, Reserve { id, request: "{}", lease: Duration::from_secs(3600) })
@@ -207,7 +242,7 @@ fn a_reservation_no_replica_acknowledged_runs_no_body() {
         .operation_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
-    let shop = Shop { store, effects: Mutex::default() };
+    let shop = Shop::with(store);
     let error = shop.pay(1).unwrap_err();
     assert_eq!(error.code(), ErrorCode::StoreUnavailable, "{error}");
     assert!(error.to_string().contains("WAIT: 0 of 1 replicas"), "{error}");
