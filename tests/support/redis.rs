@@ -46,11 +46,18 @@ impl Server {
             let _ = writeln!(std::io::stderr(), "SKIPPED {test}: install redis-server");
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let options = options.iter().map(|option| option.to_string()).collect();
-        let mut server = Server { dir: tempfile::tempdir().unwrap(), port, options, child: None };
-        server.restart();
-        Some(server)
+        let mut server = Server { dir: tempfile::tempdir().unwrap(), port: 0, options, child: None };
+        // A port below Linux's ephemeral range (32768-60999), which outgoing connections
+        // take: a killed server's port stays free for its restart. Taken ones are skipped.
+        let seed = std::process::id() as u64 * 7919 + std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos() as u64;
+        for attempt in 0..50 {
+            server.port = 20_000 + ((seed + attempt * 104_729) % 12_000) as u16;
+            if server.spawn() {
+                return Some(server);
+            }
+        }
+        panic!("{test}: no free port for redis-server");
     }
 
     pub fn url(&self) -> String {
@@ -76,7 +83,13 @@ impl Server {
 
     /// Starts the server again on its port and directory (it reads back what it persisted).
     pub fn restart(&mut self) {
-        let child = Command::new("redis-server")
+        assert!(self.spawn(), "redis-server could not start again on port {}", self.port);
+    }
+
+    /// Starts the server on its port; `false` when it exits at once (the port is taken).
+    /// The server that answers must be this one: its `process_id` is the child's.
+    fn spawn(&mut self) -> bool {
+        let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
             .arg("--dir")
             .arg(self.dir.path())
@@ -84,20 +97,36 @@ impl Server {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.answers() {
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return false;
+            }
+            if self.process_id() == Some(child.id()) {
+                self.child = Some(child);
+                return true;
+            }
             assert!(Instant::now() < deadline, "redis-server on {} did not answer", self.port);
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
-    /// Whether the server answers PING now.
-    fn answers(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
-        stream.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-        let mut reply = [0; 7];
-        stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    /// The process id of the server that answers on the port now, if one does.
+    fn process_id(&self) -> Option<u32> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(b"INFO server\r\n").ok()?;
+        let mut reply = String::new();
+        let mut buffer = [0; 4096];
+        while !reply.contains("process_id:") || !reply[reply.find("process_id:")?..].contains('\n') {
+            let read = stream.read(&mut buffer).ok()?;
+            if read == 0 {
+                return None;
+            }
+            reply.push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+        let at = reply.find("process_id:")? + "process_id:".len();
+        reply[at..].lines().next()?.trim().parse().ok()
     }
 
     /// SIGKILL: the server gets no chance to write anything more.
