@@ -4,14 +4,12 @@
 //! server's tool calls do, and talk to the same server, so its durability settings apply
 //! to both alike.
 
-use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use idem::idempotent;
 use idem::store::{AsyncStore, PgStore, RecordId, Reservation, Reserve};
-use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::Settings;
@@ -20,7 +18,7 @@ use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
     AMOUNT, Args, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, OTHER_AMOUNT, PERIOD, REQUEST_JSON, ToolError, body,
-    conflict, cycling, fresh, fresh_customers, in_progress, replayed, reserve_in_progress,
+    conflict, cycling, fresh, fresh_customers, in_progress, replayed, reserve_in_progress, timed_task,
 };
 
 /// Where the benches find a server; the same variable as the PostgreSQL tests.
@@ -162,28 +160,6 @@ impl HandPg {
         let key = format!("invoice:{customer}:{PERIOD}");
         assert_eq!(self.client.execute(&self.reserve, &[&key, &AMOUNT]).await.unwrap(), 1);
     }
-}
-
-/// Times one batch of calls inside one task of `runtime` (a worker thread, as a server's
-/// tool calls run); every answer is checked after the clock stops.
-fn timed_task<T, F, Fut>(runtime: &Runtime, side: &Arc<T>, args: Vec<Args>, call: F, check: Check) -> Duration
-where
-    T: Send + Sync + 'static,
-    F: Fn(Arc<T>, Args) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<Invoice, ToolError>> + Send,
-{
-    let side = Arc::clone(side);
-    let task = runtime.spawn(async move {
-        let mut answers = Vec::with_capacity(args.len());
-        let start = Instant::now();
-        for a in args {
-            answers.push(black_box(call(Arc::clone(&side), black_box(a)).await));
-        }
-        (start.elapsed(), answers)
-    });
-    let (elapsed, answers) = runtime.block_on(task).unwrap();
-    answers.iter().for_each(check);
-    elapsed
 }
 
 async fn idem_call(tools: Arc<PgTools>, a: Args) -> Result<Invoice, ToolError> {

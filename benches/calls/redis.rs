@@ -3,15 +3,11 @@
 //! without one). Both sides run in tasks of one multi-threaded tokio runtime and talk to
 //! the same server, so its persistence settings (reported) apply to both alike.
 
-use std::future::Future;
-use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use idem::idempotent;
 use idem::store::RedisStore;
 use redis::aio::MultiplexedConnection;
-use tokio::runtime::Runtime;
 
 use super::Settings;
 use super::hand::{answer_existing, store_error};
@@ -19,7 +15,7 @@ use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
     AMOUNT, Args, Check, Effects, Invoice, PERIOD, ToolError, body, cycling, fresh, fresh_customers, in_progress,
-    replayed, reserve_in_progress,
+    replayed, reserve_in_progress, timed_task,
 };
 
 /// Where the benches find a server; the same variable as the Redis tests.
@@ -117,27 +113,6 @@ impl HandRedis {
             Err(error) => Some(Err(store_error(error))),
         }
     }
-}
-
-/// Times one batch of calls inside one task of `runtime`; answers are checked after.
-fn timed_task<T, F, Fut>(runtime: &Runtime, side: &Arc<T>, args: Vec<Args>, call: F, check: Check) -> Duration
-where
-    T: Send + Sync + 'static,
-    F: Fn(Arc<T>, Args) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<Invoice, ToolError>> + Send,
-{
-    let side = Arc::clone(side);
-    let task = runtime.spawn(async move {
-        let mut answers = Vec::with_capacity(args.len());
-        let start = Instant::now();
-        for a in args {
-            answers.push(black_box(call(Arc::clone(&side), black_box(a)).await));
-        }
-        (start.elapsed(), answers)
-    });
-    let (elapsed, answers) = runtime.block_on(task).unwrap();
-    answers.iter().for_each(check);
-    elapsed
 }
 
 async fn idem_call(tools: Arc<RedisTools>, a: Args) -> Result<Invoice, ToolError> {

@@ -1,6 +1,7 @@
 //! The bench tool: the article's `send_invoice` with a no-op body and idem, its arguments,
 //! and the checks every answer must pass.
 
+use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -10,6 +11,7 @@ use idem::store::Store;
 use idem::store::{RecordId, Reservation, Reserve};
 use idem::{ErrorCode, idempotent};
 use serde::{Deserialize, Serialize};
+use tokio::runtime::Runtime;
 
 /// The bench tool's record namespace, set explicitly so that the in-progress benches can
 /// reserve its keys through the store API.
@@ -211,4 +213,26 @@ pub fn reserve_in_progress(store: &impl Store, customer: &str) {
     let id = RecordId { namespace: NAMESPACE, key: &key };
     let reserved = store.reserve(Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE }).unwrap();
     assert!(matches!(reserved, Reservation::Acquired { .. }), "{key} was taken: {reserved:?}");
+}
+
+/// Times one batch of calls inside one task of `runtime` (a worker thread, as a server's
+/// tool calls run); every answer is checked after the clock stops.
+pub fn timed_task<T, F, Fut>(runtime: &Runtime, side: &Arc<T>, args: Vec<Args>, call: F, check: Check) -> Duration
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>, Args) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Invoice, ToolError>> + Send,
+{
+    let side = Arc::clone(side);
+    let task = runtime.spawn(async move {
+        let mut answers = Vec::with_capacity(args.len());
+        let start = Instant::now();
+        for a in args {
+            answers.push(black_box(call(Arc::clone(&side), black_box(a)).await));
+        }
+        (start.elapsed(), answers)
+    });
+    let (elapsed, answers) = runtime.block_on(task).unwrap();
+    answers.iter().for_each(check);
+    elapsed
 }

@@ -173,6 +173,8 @@
 
 mod adapter;
 mod admin;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod blocking;
 pub mod budget;
 mod defaults;
 mod failure;

@@ -14,11 +14,8 @@
 //!   while its one thread is busy elsewhere). Its IO never waits for the caller's executor, which is
 //!   what keeps the sync entry from deadlocking.
 
-use std::cell::Cell;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use tokio::runtime::{self, Handle, RuntimeFlavor};
@@ -49,12 +46,6 @@ enum Driver {
     Runtime(runtime::Id),
 }
 
-thread_local! {
-    /// Set while [`block_on`] polls on this thread: what it polls must not use connections
-    /// driven by a runtime whose thread it may be blocking.
-    static BLOCKING: Cell<bool> = const { Cell::new(false) };
-}
-
 impl Conn {
     /// The prepared statement for `sql`, preparing it on first use.
     pub(super) async fn statement(&mut self, queries: &Queries, sql: Sql) -> Result<Statement, StoreError> {
@@ -78,7 +69,7 @@ impl Io {
     /// is a multi-threaded one (whose workers drive the connection whoever polls the
     /// caller), else the IO thread.
     fn driver_for_caller(&self) -> Driver {
-        if BLOCKING.get() {
+        if crate::store::blocking::blocking() {
             return Driver::Io;
         }
         match Handle::try_current() {
@@ -273,36 +264,4 @@ impl Drop for Pooled<'_> {
     }
 }
 
-/// Runs `future` to its end on the calling thread: the sync entry. Safe on any thread, a
-/// tokio worker included, because the IO it waits for runs on the store's own thread.
-pub(super) fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    /// Restores the flag when the polling ends, by return or panic (a nested `block_on`
-    /// leaves it set for its caller).
-    struct Blocking(bool);
-    impl Drop for Blocking {
-        fn drop(&mut self) {
-            BLOCKING.set(self.0);
-        }
-    }
-    let _blocking = Blocking(BLOCKING.replace(true));
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    // Unconstrained: inside a tokio task, the task's cooperative budget must not make
-    // tokio's own futures yield forever to an executor that never refills it.
-    let mut future = pin!(tokio::task::unconstrained(future));
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+pub(super) use crate::store::blocking::block_on;

@@ -13,12 +13,11 @@
 //! A connection that failed or ran out of time is dropped, and the next operation opens a
 //! fresh one.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -50,19 +49,13 @@ impl Io {
     }
 }
 
-thread_local! {
-    /// Set while [`block_on`] polls on this thread, which may be a runtime's worker that
-    /// cannot drive a connection while it blocks.
-    static BLOCKING: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Who drives a connection: the store's thread (`None`) or a caller's runtime.
 type Driver = Option<runtime::Id>;
 
 /// The driver for the current caller: its runtime when that is a multi-threaded one and
 /// this thread is not blocking, else the store's thread.
 fn driver_for_caller() -> Driver {
-    if BLOCKING.get() {
+    if crate::store::blocking::blocking() {
         return None;
     }
     match Handle::try_current() {
@@ -207,32 +200,4 @@ where
     }
 }
 
-/// Runs `future` on this thread to its end: the sync entry. The work it waits for runs on
-/// the IO thread, so this never waits on the caller's own executor.
-pub(super) fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    /// Restores the flag when the polling ends, by return or panic.
-    struct Blocking(bool);
-    impl Drop for Blocking {
-        fn drop(&mut self) {
-            BLOCKING.set(self.0);
-        }
-    }
-    let _blocking = Blocking(BLOCKING.replace(true));
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    // Unconstrained: inside a tokio task, the task's cooperative budget must not make the
-    // join handle yield forever to an executor that never refills it.
-    let mut future = pin!(tokio::task::unconstrained(future));
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
+pub(super) use crate::store::blocking::block_on;

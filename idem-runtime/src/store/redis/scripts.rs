@@ -57,6 +57,23 @@ local function bury(key, token, tombstone_ms)
   redis.call('HSET', key, 'token', token)
   redis.call('PEXPIRE', key, tombstone_ms)
 end
+-- A reservation's answer for the record that exists: {'existing', now, field, value, ...}.
+local function existing(key, now)
+  local found = redis.call('HGETALL', key)
+  table.insert(found, 1, num(now))
+  table.insert(found, 1, 'existing')
+  return found
+end
+-- A new in-progress record from ARGV (request, lease ms, namespace, key), indexed as
+-- running; a tombstone's expiry goes with it. Returns its token.
+local function create(key, index, now)
+  local token = num(next_token(key))
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
+    'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4])
+  redis.call('ZADD', index, num(now), key)
+  return token
+end
 local function held(key, token)
   local r = redis.call('HMGET', key, 'state', 'token')
   return r[1] == 'in_progress' and (token == '' or r[2] == token), r[2]
@@ -72,35 +89,19 @@ end
 const RESERVE: &str = with_prelude!(
     r#"
 local now = now_ms()
-if redis.call('HEXISTS', KEYS[1], 'state') == 1 then
-  local found = redis.call('HGETALL', KEYS[1])
-  table.insert(found, 1, num(now))
-  table.insert(found, 1, 'existing')
-  return found
-end
-local token = num(next_token(KEYS[1]))
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
-  'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4])
-redis.call('ZADD', KEYS[2], num(now), KEYS[1])
-return {'acquired', token}
+if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], now) end
+return {'acquired', create(KEYS[1], KEYS[2], now)}
 "#
 );
 
 /// Reserve and charge a budget window in one step. KEYS: record, the running index, the
-/// windows' index. ARGV: request, lease ms,
-/// namespace, key, prefix, budget, scope, window ms, limit, amount, past limit (`1`/`0`),
-/// how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
+/// windows' index. ARGV: request, lease ms, namespace, key, prefix, budget, scope, window
+/// ms, limit, amount, past limit (`1`/`0`), how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
 /// `{'over', now, start, field, value, ...}` with the window's fields.
 const RESERVE_CHARGED: &str = with_prelude!(
     r#"
 local now = now_ms()
-if redis.call('HEXISTS', KEYS[1], 'state') == 1 then
-  local found = redis.call('HGETALL', KEYS[1])
-  table.insert(found, 1, num(now))
-  table.insert(found, 1, 'existing')
-  return found
-end
+if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], now) end
 local window_ms = tonumber(ARGV[8])
 local start = num(now - (now % window_ms))
 local window = window_key(ARGV[5], ARGV[6], ARGV[7], start)
@@ -118,12 +119,8 @@ redis.call('HSET', window, 'budget', ARGV[6], 'scope', ARGV[7], 'start', start, 
 redis.call('HSETNX', window, 'raised', '0')
 redis.call('HINCRBY', window, 'used', ARGV[10])
 expire_at(window, tonumber(start) + window_ms + tonumber(ARGV[12]))
-local token = num(next_token(KEYS[1]))
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'in_progress', 'token', token, 'request', ARGV[1], 'created', num(now),
-  'updated', num(now), 'lease', num(now + tonumber(ARGV[2])), 'ns', ARGV[3], 'key', ARGV[4],
-  'cb', ARGV[6], 'cs', ARGV[7], 'cw', start, 'ca', ARGV[10])
-redis.call('ZADD', KEYS[2], num(now), KEYS[1])
+local token = create(KEYS[1], KEYS[2], now)
+redis.call('HSET', KEYS[1], 'cb', ARGV[6], 'cs', ARGV[7], 'cw', start, 'ca', ARGV[10])
 return {'acquired', token}
 "#
 );
