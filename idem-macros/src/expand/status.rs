@@ -24,7 +24,7 @@
 //!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
 //! {
 //!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args);
+//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args.0);
 //!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
 //!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
 //!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
@@ -199,7 +199,7 @@ pub(super) fn status_json_fn(
             #where_clause
         {
             #tool
-            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args);
+            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args.0);
             #(#reads)*
             let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
                 return ::core::result::Result::Err(#args.into_error());

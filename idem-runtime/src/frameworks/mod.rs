@@ -22,10 +22,15 @@
 
 pub use crate::output::{REPLAYED_FIELD, ToolOutput, replay_value};
 
+#[cfg(feature = "adk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "adk")))]
+pub mod adk;
 #[cfg(feature = "rig")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub mod rig;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rmcp")))]
 pub mod rmcp;
+#[cfg(any(feature = "rmcp", feature = "adk"))]
+pub(crate) mod status_args;
 pub(crate) mod status_tool;
