@@ -1,5 +1,5 @@
 //! Agent frameworks, recognized by their attributes' names in the tokens (this crate
-//! depends on neither): rmcp's `#[tool]` and rig's `#[rig_tool]`.
+//! depends on none of them): rmcp's `#[tool]`, rig's `#[rig_tool]` and ADK-Rust's `#[tool]`.
 //!
 //! - rmcp: `#[idempotent]` goes ABOVE `#[tool]`. It then sees the `async fn` as written and
 //!   re-emits `#[tool(...)]` with `idempotent_hint = true` added to its annotations (unless
@@ -7,12 +7,15 @@
 //!   function, with the annotations already fixed: a compile error says to move it.
 //! - rig: either order works for the tool (rig's expansion keeps the function, attribute
 //!   included). Above `#[rig_tool]`, the status function is also made a rig tool.
+//! - ADK-Rust: `#[idempotent]` goes above ADK's `#[tool]`, which is re-emitted as written;
+//!   a status tool is made beside it (`expand/adk.rs`). Its `#[tool]` has rmcp's name:
+//!   see [`which_tool`].
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, ItemFn, Meta, ReturnType, Token, Type};
+use syn::{Attribute, ItemFn, Meta, ReturnType, Signature, Token, Type};
 
 use crate::errors::Errors;
 
@@ -24,6 +27,8 @@ pub(crate) enum Framework {
     Rmcp,
     /// rig's `#[rig_tool]`.
     Rig,
+    /// ADK-Rust's `#[tool]` (adk-tool, or adk-rust's re-export).
+    Adk,
 }
 
 /// Whether an attribute's path ends in `name` (`tool`, `rmcp::tool`).
@@ -31,13 +36,79 @@ pub(crate) fn is_attr(attr: &Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|segment| segment.ident == name)
 }
 
-pub(crate) fn detect(attrs: &[Attribute]) -> Framework {
-    if attrs.iter().any(|attr| is_attr(attr, "tool")) {
-        Framework::Rmcp
-    } else if attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
+pub(crate) fn detect(item: &ItemFn) -> Framework {
+    if let Some(tool) = item.attrs.iter().find(|attr| is_attr(attr, "tool")) {
+        // An undecided `#[tool]` is rmcp's, as it always was; `check_tool` reports it.
+        which_tool(tool, &item.sig).unwrap_or(Framework::Rmcp)
+    } else if item.attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
         Framework::Rig
     } else {
         Framework::None
+    }
+}
+
+/// Whose `#[tool]` this is: rmcp's and ADK-Rust's attributes have one name. The path
+/// decides when it says (`rmcp::tool`; `adk_tool::tool`, `adk_rust::tool`, any path from an
+/// `adk*` crate); a bare `#[tool]` is told by the function: rmcp's tools are methods and
+/// take or return rmcp's types, ADK's are free functions that take its `ToolContext` or
+/// return its `AdkError` (ADK's `#[tool]` calls the function by its bare name, so it cannot
+/// be a method). `None` when nothing tells.
+pub(crate) fn which_tool(attr: &Attribute, sig: &Signature) -> Option<Framework> {
+    let path = attr.path();
+    if path.segments.len() > 1 {
+        let first = path.segments[0].ident.to_string();
+        return match first.as_str() {
+            "rmcp" => Some(Framework::Rmcp),
+            _ if first.starts_with("adk") => Some(Framework::Adk),
+            _ => None,
+        };
+    }
+    if sig.receiver().is_some() {
+        return Some(Framework::Rmcp);
+    }
+    let names = idents(sig.to_token_stream());
+    let adk = names.iter().any(|name| ADK_NAMES.contains(&name.as_str()) || name.starts_with("adk_"));
+    let rmcp = names.iter().any(|name| RMCP_NAMES.contains(&name.as_str()) || name == "rmcp");
+    match (adk, rmcp) {
+        (true, false) => Some(Framework::Adk),
+        (false, true) => Some(Framework::Rmcp),
+        _ => None,
+    }
+}
+
+/// Names in a signature that only ADK-Rust's tools use.
+const ADK_NAMES: &[&str] = &["ToolContext", "AdkError"];
+/// Names in a signature that only rmcp's tools use.
+const RMCP_NAMES: &[&str] =
+    &["Parameters", "CallToolResult", "ErrorData", "Extension", "Extensions", "RequestContext", "Peer", "Json"];
+
+/// Every identifier in `tokens`, groups included.
+fn idents(tokens: TokenStream) -> Vec<String> {
+    let mut out = Vec::new();
+    for token in tokens {
+        match token {
+            proc_macro2::TokenTree::Ident(ident) => out.push(ident.to_string()),
+            proc_macro2::TokenTree::Group(group) => out.extend(idents(group.stream())),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A bare `#[tool]` that [`which_tool`] cannot place: say how to name it.
+pub(crate) fn check_tool(item: &ItemFn, errors: &mut Errors) {
+    let Some(tool) = item.attrs.iter().find(|attr| is_attr(attr, "tool")) else { return };
+    if which_tool(tool, &item.sig).is_none() {
+        errors.at(
+            tool.path().span(),
+            format!(
+                "#[idempotent] cannot tell whose `#[tool]` is on `{}`: rmcp's and ADK-Rust's attributes share the name; \
+                 write its path, `#[adk_tool::tool]` (or `#[adk_rust::tool]`) for ADK-Rust, `#[rmcp::tool]` for rmcp \
+                 (a bare `#[tool]` is told by the function: a `ToolContext` parameter or an `AdkError` in the \
+                 signature is ADK-Rust's, a method or rmcp's `Parameters<T>` is rmcp's)",
+                item.sig.ident
+            ),
+        );
     }
 }
 
@@ -45,13 +116,16 @@ pub(crate) fn detect(attrs: &[Attribute]) -> Framework {
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
 /// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
 /// comment as paragraphs (`docs::description`): both would join its lines with "\n".
-pub(crate) fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
+pub(crate) fn tool_attrs(item: &ItemFn) -> Vec<Attribute> {
+    let attrs = &item.attrs;
     let description = crate::docs::description(attrs);
     let description = description.as_deref();
+    // ADK-Rust's `#[tool]` takes no description and no annotations: as written.
+    let rmcp = detect(item) == Framework::Rmcp;
     attrs
         .iter()
         .map(|attr| {
-            if is_attr(attr, "tool") {
+            if rmcp && is_attr(attr, "tool") {
                 rebuilt(attr, description, true)
             } else if is_attr(attr, "rig_tool") {
                 rebuilt(attr, description, false)
@@ -196,7 +270,7 @@ mod tests {
     }
 
     fn reemitted(item: ItemFn) -> Vec<String> {
-        tool_attrs(&item.attrs).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+        tool_attrs(&item).iter().map(|attr| attr.to_token_stream().to_string()).collect()
     }
 
     #[test]
@@ -272,9 +346,96 @@ mod tests {
         let plain: ItemFn = syn::parse_quote!(
             fn f() {}
         );
-        assert!(detect(&rmcp.attrs) == Framework::Rmcp);
-        assert!(detect(&rig.attrs) == Framework::Rig);
-        assert!(detect(&plain.attrs) == Framework::None);
+        assert!(detect(&rmcp) == Framework::Rmcp);
+        assert!(detect(&rig) == Framework::Rig);
+        assert!(detect(&plain) == Framework::None);
+    }
+
+    #[test]
+    fn adk_and_rmcp_tools_are_told_apart_by_path_then_by_signature() {
+        let cases: [(ItemFn, Option<Framework>); 7] = [
+            (
+                syn::parse_quote!(
+                    #[adk_tool::tool]
+                    async fn f(args: A) -> Result<Value> {
+                        body()
+                    }
+                ),
+                Some(Framework::Adk),
+            ),
+            (
+                syn::parse_quote!(
+                    #[adk_rust::tool]
+                    async fn f(args: A) -> Result<Value> {
+                        body()
+                    }
+                ),
+                Some(Framework::Adk),
+            ),
+            (
+                syn::parse_quote!(
+                    #[rmcp::tool]
+                    async fn f(args: A) -> String {
+                        body()
+                    }
+                ),
+                Some(Framework::Rmcp),
+            ),
+            (
+                syn::parse_quote!(
+                    #[tool]
+                    async fn f(ctx: Arc<dyn ToolContext>, args: A) -> Result<Value> {
+                        body()
+                    }
+                ),
+                Some(Framework::Adk),
+            ),
+            (
+                syn::parse_quote!(
+                    #[tool]
+                    async fn f(args: A) -> Result<Value, AdkError> {
+                        body()
+                    }
+                ),
+                Some(Framework::Adk),
+            ),
+            (
+                syn::parse_quote!(
+                    #[tool]
+                    async fn f(&self, Parameters(r): Parameters<R>) -> String {
+                        body()
+                    }
+                ),
+                Some(Framework::Rmcp),
+            ),
+            (
+                syn::parse_quote!(
+                    #[tool]
+                    async fn f(args: A) -> Result<Value> {
+                        body()
+                    }
+                ),
+                None,
+            ),
+        ];
+        for (item, expected) in cases {
+            let tool = item.attrs.iter().find(|attr| is_attr(attr, "tool")).unwrap();
+            assert!(which_tool(tool, &item.sig) == expected, "{}", item.to_token_stream());
+            let mut errors = Errors::default();
+            check_tool(&item, &mut errors);
+            assert_eq!(errors.is_empty(), expected.is_some());
+        }
+    }
+
+    #[test]
+    fn an_adk_tool_attribute_is_reemitted_as_written() {
+        let adk = reemitted(syn::parse_quote! {
+            /// Send the
+            /// invoice.
+            #[tool(concurrency_safe)]
+            async fn f(args: A) -> Result<Value, AdkError> { body() }
+        });
+        assert_eq!(adk[2], "# [tool (concurrency_safe)]");
     }
 
     #[test]

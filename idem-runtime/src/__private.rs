@@ -115,8 +115,7 @@ pub type ErrorOf<O> = <O as ResultParts>::Error;
 #[cfg(feature = "adk")]
 pub mod adk {
     pub use crate::frameworks::adk::{status_answer, tool_error};
-    pub use adk_core::{AdkError, Tool, ToolContext};
-    pub use async_trait::async_trait;
+    pub use adk_core::{AdkError, Tool, ToolContext, async_trait};
     pub use serde_json::Value;
 
     use crate::frameworks::status_args::{JsonObject, key_schema};
@@ -158,8 +157,8 @@ pub mod rmcp {
 /// An rmcp status tool's input: the key's fields only.
 #[cfg(feature = "rmcp")]
 pub use crate::frameworks::rmcp::status_input::{StatusInput, status_input_schema};
+#[cfg(feature = "rmcp")]
+pub use crate::frameworks::rmcp::tasks::{OwnedServer, ServesTasks};
 /// A status tool's arguments (rmcp, ADK-Rust), read field by field.
 #[cfg(any(feature = "rmcp", feature = "adk"))]
 pub use crate::frameworks::status_args::StatusArgs;
-#[cfg(feature = "rmcp")]
-pub use crate::frameworks::rmcp::tasks::{OwnedServer, ServesTasks};
