@@ -28,6 +28,9 @@
 //!     scope = ctx.user_id(), timeout = "150ms", store = *STORE)]
 //! #[tool]
 //! async fn send_invoice(ctx: Arc<dyn ToolContext>, args: InvoiceArgs) -> Result<Value, AdkError> {
+//!     let id = bill(&args).await;
+//!     Ok(json!({"invoice": id, "customer": args.customer, "amount": args.amount}))
+//! }
 //! ```
 //!
 //! ADK's `#[tool]` makes `SendInvoice`, an `adk_tool::Tool`; `#[idempotent]` adds
