@@ -67,6 +67,21 @@ async fn export_ledger(args: ExportArgs) -> adk_tool::Result<Value> {
     Ok(json!({"export": EXPORTS.fetch_add(1, Ordering::SeqCst) + 1, "ledger": args.ledger}))
 }
 
+static NOTES: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Deserialize, JsonSchema)]
+struct NoteArgs {
+    ticket: u64,
+    text: String,
+}
+
+/// Add a note to a ticket, once per session (the pattern binds the key's field).
+#[idempotent(key = "note:<ticket>", scope = ctx.session_id(), store = *STORE)]
+#[tool]
+async fn add_note(ctx: Arc<dyn ToolContext>, NoteArgs { ticket, text }: NoteArgs) -> Result<Value, AdkError> {
+    Ok(json!({"note": NOTES.fetch_add(1, Ordering::SeqCst) + 1, "ticket": ticket, "text": text}))
+}
+
 /// A tool context as ADK's agent makes one per function call: the user and session the
 /// runner authenticated, and the call's id.
 struct Call {
@@ -156,6 +171,19 @@ async fn a_retried_call_with_a_new_function_call_id_is_one_effect() {
 
     let exported = export_ledger_twice().await;
     assert_eq!(exported, (json!(1), json!(1)));
+}
+
+#[tokio::test]
+async fn key_fields_bound_by_the_arguments_pattern_are_read_by_their_json_names() {
+    let first = AddNote.execute(call("alice", "call-1"), json!({"ticket": 7, "text": "a"})).await.unwrap();
+    let again = AddNote.execute(call("alice", "call-2"), json!({"ticket": 7, "text": "b"})).await.unwrap();
+    assert_eq!((first["note"].clone(), again["replayed"].clone()), (json!(1), json!(true)));
+    let status = AddNoteStatus.execute(call("alice", "call-3"), json!({"ticket": 7})).await.unwrap();
+    assert_eq!(status["result"]["text"], "a");
+    let schema = AddNoteStatus.parameters_schema().unwrap();
+    assert_eq!(schema["required"], json!(["ticket"]), "{schema}");
+    let ill_typed = AddNoteStatus.execute(call("alice", "call-4"), json!({"ticket": "seven"})).await.unwrap_err();
+    assert_eq!(ill_typed.code, "INVALID_KEY");
 }
 
 async fn export_ledger_twice() -> (Value, Value) {

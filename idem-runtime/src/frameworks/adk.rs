@@ -75,11 +75,11 @@
 //! # Which `#[tool]`
 //!
 //! rmcp's attribute is `#[tool]` too. `#[idempotent]` reads the path first: `#[adk_tool::tool]`,
-//! `#[adk_rust::tool]` (any path starting `adk`) is ADK's, `#[rmcp::tool]` rmcp's. A bare
+//! `#[adk_rust::tool]` (any path from an `adk*` crate) is ADK's, `#[rmcp::tool]` rmcp's. A bare
 //! `#[tool]` is told by the function: a method (`&self`) or rmcp's types (`Parameters`,
 //! `CallToolResult`, ...) make it rmcp's; a `ToolContext` parameter, `AdkError` or an `adk_*`
 //! path in the signature make it ADK's. A bare `#[tool]` with neither does not compile: write
-//! its path.
+//! its path. (A `#[tool]` from another path, a re-export, is told by the function too.)
 //!
 //! # Scopes
 //!
