@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
 use adk_core::{
     AdkError, Artifacts, CallbackContext, Content, EventActions, MemoryEntry, ReadonlyContext, Tool, ToolContext,
@@ -47,6 +48,9 @@ async fn send_invoice(ctx: Arc<dyn ToolContext>, args: InvoiceArgs) -> Result<Va
     if args.customer == "held" {
         GATE.started.notify_one();
         GATE.release.notified().await;
+    }
+    if args.customer == "stuck" {
+        std::future::pending::<()>().await;
     }
     let mut sent = SENT.lock().unwrap();
     sent.push(format!("{}/{}/{}", ctx.user_id(), args.customer, args.period));
@@ -225,6 +229,19 @@ async fn a_repeat_while_the_first_runs_is_in_progress() {
     let replayed = SendInvoice.execute(call("alice", "call-4"), args).await.unwrap();
     assert_eq!(replayed["invoice"], first["invoice"]);
     assert_eq!(sent("alice/held/"), 1);
+}
+
+#[tokio::test]
+async fn a_call_the_agent_timed_out_and_dropped_is_never_run_again() {
+    // ADK's agent drops a tool's future after its `tool_timeout`.
+    let args = json!({"customer": "stuck", "period": "2026-10", "amount": 1.0});
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(50), SendInvoice.execute(call("alice", "call-1"), args.clone()));
+    assert!(dropped.await.is_err(), "the agent gave up");
+    let again = SendInvoice.execute(call("alice", "call-2"), args).await;
+    assert_eq!(again.unwrap_err().code, "IN_PROGRESS", "the outcome is unknown: not run again");
+    let key = json!({"customer": "stuck", "period": "2026-10"});
+    assert_eq!(SendInvoiceStatus.execute(call("alice", "call-3"), key).await.unwrap()["status"], "in_progress");
 }
 
 #[tokio::test]

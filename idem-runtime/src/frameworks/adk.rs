@@ -63,6 +63,15 @@
 //! only under a retry budget you configure, with the same function call id; a repeat then
 //! gets the same answer, or the replay once the first call completed.
 //!
+//! # Timeouts
+//!
+//! ADK's agent waits `tool_timeout` for a tool, then drops its future and tells the model the
+//! tool timed out. A body dropped mid-call leaves its key reserved with an unknown outcome:
+//! repeats answer IN_PROGRESS until the lease ends, then OUTCOME_UNKNOWN (or your `reconcile`
+//! hook decides), never a second run. Give the tool a `timeout` shorter than the agent's
+//! `tool_timeout` instead: the model then reads idem's TIMEOUT, which names the status tool,
+//! while the body runs on as a tokio task and records its result (feature `tokio`).
+//!
 //! # The status tool
 //!
 //! `SendInvoiceStatus` takes the key's fields only (its schema is the tool's own, cut down to
