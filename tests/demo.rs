@@ -48,8 +48,11 @@ fn the_invoicing_demo_shows_three_invoices_then_one() {
 #[cfg(feature = "metrics")]
 #[test]
 fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_period() {
+    // Plain text: with --all-features, ADK's adk-telemetry turns on tracing-subscriber's
+    // `ansi` feature for every example, and the spans would be colored.
     let output = Command::new(example("dashboard"))
         .env("IDEM_DEMO_DELAY_MS", "300")
+        .env("NO_COLOR", "1")
         .output()
         .expect("the example is built by `cargo test --features metrics`");
     let stdout = String::from_utf8_lossy(&output.stdout);
