@@ -16,10 +16,10 @@
 //! | argument | meaning | default |
 //! | --- | --- | --- |
 //! | `key = "invoice:<customer>:<period>"` | The key template: literal text and placeholders, each a parameter (`<customer>`), a field path (`<req.customer>`), or a name bound by a parameter pattern (`Parameters(Req { customer, .. }): Parameters<Req>`). Checked at compile time; see [Keys](#keys). | required |
-//! | `compare = [amount, req.currency]` | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments. Their types implement `serde::Serialize`. | none |
+//! | `compare = [amount, req.currency]` | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments (or `args.amount` of an ADK-Rust tool's argument struct `args`). Their types implement `serde::Serialize`. | none |
 //! | `store = expr` | The store, evaluated on every call; it may use `self` or a parameter (`store = self.store`, `store = *STORE` for a `LazyLock`). Any [`store::Store`] (sync tools) or [`store::AsyncStore`] (async tools), also behind `&`, `Box` or `Arc`; see [`store`]. | [`default_store`]: an SQLite file in the user's data directory, unless `IDEM_DB` or [`set_default_store_path`] names one ([`default_store_path`]) |
 //! | `scope = expr` | Whose records these are: a tenant or user id from the authenticated request, evaluated on every call like `store`; see [Tenants](#tenants). An empty scope is `INVALID_KEY`. | one scope for all callers |
-//! | `unscoped` | Says that a tool which takes the caller's identity (rmcp's `Extension<T>`) shares its records across callers on purpose; without it, or `scope`, such a tool compiles with a warning. | |
+//! | `unscoped` | Says that a tool which takes the caller's identity (rmcp's `Extension<T>`, ADK-Rust's `ToolContext`) shares its records across callers on purpose; without it, or `scope`, such a tool compiles with a warning. | |
 //! | `namespace = "billing"` | The record namespace. Moving a tool to another module (or renaming its crate) changes its default namespace, and its earlier records no longer answer its calls: pin it with `namespace = "..."` first. Two methods of one name in two impl blocks of one module would get one default namespace: the second one called then refuses every call with `NAMESPACE_CLASH` (never a replay of the other's result) until one of them names its own. Give two tools one namespace to share keys on purpose. | the function's module path and name (`my_crate::billing::send_invoice`), so two tools never share keys by accident |
 //! | `lease = "30s"` | How long the key of a call whose process died stays blocked before the call counts as abandoned. A running body's lease is renewed every third of it, so it need not outlast the slowest body; see [Slow calls](#slow-calls). | 30 seconds |
 //! | `max_hold = "1h"` | How long a running body's lease is renewed at most. Past it, renewal stops and a body that hangs for good frees its key one lease later. At least one lease: a shorter one does not compile. | 1 hour |
@@ -51,7 +51,8 @@
 //!   [`store::Store`] without spelling the namespace out.
 //!
 //! On an rmcp tool, [`status_tools`] serves the status function as a read-only tool; on a
-//! rig tool, it is a rig tool too (see [`frameworks`]).
+//! rig tool, it is a rig tool too; an ADK-Rust tool (`send_invoice`) gets a read-only ADK
+//! `Tool` beside it (`SendInvoiceStatus`) (see [`frameworks`]).
 //!
 //! ### What does not compile
 //!
@@ -65,7 +66,8 @@
 //! templates without a placeholder, placeholders not separated by a character such as `:`
 //! or `/`; `compare` entries that name nothing, repeat a key field or appear twice; a
 //! `max_hold` shorter than the `lease`; a `scope` that reads what the model fills (an rmcp
-//! `Parameters<T>` argument, a rig tool's arguments); an `approval` condition that reads
+//! `Parameters<T>` argument, a rig tool's arguments, an ADK-Rust tool's argument struct); a
+//! bare `#[tool]` that is neither rmcp's nor ADK-Rust's by its signature (write its path); an `approval` condition that reads
 //! anything but the parameters (a field of `self`, a static, a local) or is not a `bool`;
 //! `approval_text`, `approval_ttl` or `on_approval_request` without `approval`, an
 //! `approval_text` placeholder that names no parameter, and a hook of another signature;
@@ -272,8 +274,9 @@
 //!
 //! A tool returns a [`frameworks::ToolOutput`]: a `Result<T, E>` where `T` implements
 //! `Serialize` and `Deserialize` (it is stored and replayed as JSON) and
-//! `E: From<idem::Error>`; rmcp's `Result<CallToolResult, ErrorData>` and rig's
-//! `Result<T, ToolExecutionError>` are such types ([`frameworks`]).
+//! `E: From<idem::Error>`; rmcp's `Result<CallToolResult, ErrorData>`, rig's
+//! `Result<T, ToolExecutionError>` and ADK-Rust's `Result<serde_json::Value, AdkError>` are
+//! such types ([`frameworks`]).
 //!
 //! **Where a replay says so.** A replay returns the first result as it was stored.
 //! `"replayed": true` is added only where a model reads JSON or the type asks for it: a
@@ -417,9 +420,11 @@
 //!   rmcp status tool take the scope the same way (the status tool takes the tool's
 //!   extractor too) and read only that scope's records; `<fn>_record_id` takes it as well.
 //! - A scope cannot come from the model: on an rmcp tool, a `scope` that reads the
-//!   `Parameters<T>` argument does not compile, nor one that reads a rig tool's arguments.
-//! - An rmcp tool that takes an `Extension<T>` (or the whole `Extensions`) but has neither
-//!   `scope` nor `unscoped` compiles with a warning at the extractor that says how to scope
+//!   `Parameters<T>` argument does not compile, nor one that reads a rig tool's arguments or
+//!   an ADK-Rust tool's argument struct (read ADK's `ToolContext`: `scope = ctx.user_id()`).
+//! - An rmcp tool that takes an `Extension<T>` (or the whole `Extensions`), or an ADK-Rust
+//!   tool that takes its `ToolContext`, but has neither `scope` nor `unscoped` compiles
+//!   with a warning at the extractor that says how to scope
 //!   it; `unscoped` says that its records are shared across callers on purpose.
 //! - Operators list one scope's records with `idem list --scope acme` (in code,
 //!   [`store::Admin::list`] with `key_prefix: Some(&idem::scope_prefix("acme"))`).

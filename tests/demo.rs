@@ -48,8 +48,11 @@ fn the_invoicing_demo_shows_three_invoices_then_one() {
 #[cfg(feature = "metrics")]
 #[test]
 fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_period() {
+    // Plain text: with --all-features, ADK's adk-telemetry turns on tracing-subscriber's
+    // `ansi` feature for every example, and the spans would be colored.
     let output = Command::new(example("dashboard"))
         .env("IDEM_DEMO_DELAY_MS", "300")
+        .env("NO_COLOR", "1")
         .output()
         .expect("the example is built by `cargo test --features metrics`");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -88,6 +91,16 @@ fn the_billing_service_example_creates_one_invoice_per_caller() {
     assert!(stdout.contains("Idempotent-Replayed: true"), "{stdout}");
     assert!(stdout.contains("-> 422"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("invoices created: 2 (one per caller)"), "{stdout}");
+}
+
+#[cfg(feature = "adk")]
+#[test]
+fn the_adk_agent_example_sends_two_invoices_plain_and_one_keyed() {
+    let stdout = succeeded(&mut Command::new(example("adk_agent")));
+    assert!(stdout.contains(r#"\"code\":\"TIMEOUT\""#), "the model reads idem's TIMEOUT:\n{stdout}");
+    assert!(stdout.contains(r#"\"code\":\"IN_PROGRESS\""#), "a new function call id is a repeat:\n{stdout}");
+    assert!(stdout.contains(r#""status":"completed""#), "the status tool reads the result:\n{stdout}");
+    assert_eq!(stdout.lines().last(), Some("plain: 2 invoices, keyed: 1 invoice"), "{stdout}");
 }
 
 #[cfg(feature = "rmcp")]
@@ -132,11 +145,12 @@ fn the_mcp_server_names_itself_to_clients() {
 
 /// The files whose code blocks may quote other files: the README, and the crate and module
 /// docs that docs.rs shows (read from their `//!` lines, without the `//! ` in front).
-const QUOTING: [&str; 6] = [
+const QUOTING: [&str; 7] = [
     "README.md",
     "src/lib.rs",
     "idem-runtime/src/frameworks/rmcp/mod.rs",
     "idem-runtime/src/frameworks/rig.rs",
+    "idem-runtime/src/frameworks/adk.rs",
     "idem-runtime/src/store/mod.rs",
     "idem-runtime/src/telemetry.rs",
 ];
@@ -179,6 +193,7 @@ fn the_docs_quote_compiled_files_verbatim() {
         }
     }
     let quotes = [
+        "examples/adk_agent.rs",
         "examples/mcp_server.rs",
         "examples/remote_mcp/billing.rs",
         "tests/frameworks_rmcp/tenants.rs",

@@ -36,7 +36,8 @@
 //! Frameworks (see `frameworks.rs`): an rmcp `#[tool(...)]` below the attribute is re-emitted
 //! as `#[tool(description = "<the doc comment as paragraphs>", ..., annotations(...,
 //! idempotent_hint = true))]` (the description only when it has none). The siblings an rmcp
-//! or rig tool gets besides are in `status.rs` and `task.rs`.
+//! or rig tool gets besides are in `status.rs` and `task.rs`; an ADK-Rust tool's status tool
+//! is in `adk.rs`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
@@ -47,6 +48,7 @@ use crate::frameworks::{self, Framework};
 use crate::template::Piece;
 use crate::validate::Plan;
 
+mod adk;
 mod approval;
 mod budget;
 mod record_id;
@@ -91,11 +93,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
     let assert_output = quote_spanned!(ret.span()=> let _: #at_ret::__private::StatusOf<#ret> = ::core::result::Result::Ok(#at_ret::Status::NotFound););
-    let attrs = frameworks::tool_attrs(&item.attrs);
+    let attrs = frameworks::tool_attrs(item);
     let vis = &item.vis;
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
     let status_json = status_json_fn(plan, item, &tool, &ret, &store);
+    let adk_status = adk::status_tool(plan, item, &tool, &ret, &store);
     let record_id = record_id_fn(plan, item, &tool, &key_parts);
     let task_state = serves_tasks(plan, item).then(|| task_state_fn(plan, item, &tool, &ret, &store));
     let unscoped_warning = crate::scope::unscoped_warning(plan.unscoped_identity.as_ref(), &item.sig.ident);
@@ -116,6 +119,8 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #status
 
         #status_json
+
+        #adk_status
 
         #record_id
 
@@ -236,7 +241,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
 /// Whether the tool's calls may answer with an MCP task: async rmcp tools, whose task
 /// state `#[idem::status_tools]` serves.
 fn serves_tasks(_plan: &Plan, item: &ItemFn) -> bool {
-    item.sig.asyncness.is_some() && frameworks::detect(&item.attrs) == Framework::Rmcp
+    item.sig.asyncness.is_some() && frameworks::detect(item) == Framework::Rmcp
 }
 
 /// One `key_part(&value)` per placeholder, spanned at the binding so that a type that

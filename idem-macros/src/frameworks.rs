@@ -1,5 +1,5 @@
 //! Agent frameworks, recognized by their attributes' names in the tokens (this crate
-//! depends on neither): rmcp's `#[tool]` and rig's `#[rig_tool]`.
+//! depends on none of them): rmcp's `#[tool]`, rig's `#[rig_tool]` and ADK-Rust's `#[tool]`.
 //!
 //! - rmcp: `#[idempotent]` goes ABOVE `#[tool]`. It then sees the `async fn` as written and
 //!   re-emits `#[tool(...)]` with `idempotent_hint = true` added to its annotations (unless
@@ -7,6 +7,9 @@
 //!   function, with the annotations already fixed: a compile error says to move it.
 //! - rig: either order works for the tool (rig's expansion keeps the function, attribute
 //!   included). Above `#[rig_tool]`, the status function is also made a rig tool.
+//! - ADK-Rust: `#[idempotent]` goes above ADK's `#[tool]`, which is re-emitted as written;
+//!   a status tool is made beside it (`expand/adk.rs`). Its `#[tool]` has rmcp's name:
+//!   see [`which_tool`].
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -16,6 +19,9 @@ use syn::{Attribute, ItemFn, Meta, ReturnType, Token, Type};
 
 use crate::errors::Errors;
 
+mod which_tool;
+pub(crate) use which_tool::{check_tool, which_tool};
+
 /// The framework whose tool attribute sits below `#[idempotent]`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Framework {
@@ -24,6 +30,8 @@ pub(crate) enum Framework {
     Rmcp,
     /// rig's `#[rig_tool]`.
     Rig,
+    /// ADK-Rust's `#[tool]` (adk-tool, or adk-rust's re-export).
+    Adk,
 }
 
 /// Whether an attribute's path ends in `name` (`tool`, `rmcp::tool`).
@@ -31,10 +39,11 @@ pub(crate) fn is_attr(attr: &Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|segment| segment.ident == name)
 }
 
-pub(crate) fn detect(attrs: &[Attribute]) -> Framework {
-    if attrs.iter().any(|attr| is_attr(attr, "tool")) {
-        Framework::Rmcp
-    } else if attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
+pub(crate) fn detect(item: &ItemFn) -> Framework {
+    if let Some(tool) = item.attrs.iter().find(|attr| is_attr(attr, "tool")) {
+        // An undecided `#[tool]` is rmcp's, as it always was; `check_tool` reports it.
+        which_tool(tool, &item.sig).unwrap_or(Framework::Rmcp)
+    } else if item.attrs.iter().any(|attr| is_attr(attr, "rig_tool")) {
         Framework::Rig
     } else {
         Framework::None
@@ -45,13 +54,16 @@ pub(crate) fn detect(attrs: &[Attribute]) -> Framework {
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
 /// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
 /// comment as paragraphs (`docs::description`): both would join its lines with "\n".
-pub(crate) fn tool_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
+pub(crate) fn tool_attrs(item: &ItemFn) -> Vec<Attribute> {
+    let attrs = &item.attrs;
     let description = crate::docs::description(attrs);
     let description = description.as_deref();
+    // ADK-Rust's `#[tool]` takes no description and no annotations: as written.
+    let rmcp = detect(item) == Framework::Rmcp;
     attrs
         .iter()
         .map(|attr| {
-            if is_attr(attr, "tool") {
+            if rmcp && is_attr(attr, "tool") {
                 rebuilt(attr, description, true)
             } else if is_attr(attr, "rig_tool") {
                 rebuilt(attr, description, false)
@@ -196,7 +208,7 @@ mod tests {
     }
 
     fn reemitted(item: ItemFn) -> Vec<String> {
-        tool_attrs(&item.attrs).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+        tool_attrs(&item).iter().map(|attr| attr.to_token_stream().to_string()).collect()
     }
 
     #[test]
@@ -272,9 +284,20 @@ mod tests {
         let plain: ItemFn = syn::parse_quote!(
             fn f() {}
         );
-        assert!(detect(&rmcp.attrs) == Framework::Rmcp);
-        assert!(detect(&rig.attrs) == Framework::Rig);
-        assert!(detect(&plain.attrs) == Framework::None);
+        assert!(detect(&rmcp) == Framework::Rmcp);
+        assert!(detect(&rig) == Framework::Rig);
+        assert!(detect(&plain) == Framework::None);
+    }
+
+    #[test]
+    fn an_adk_tool_attribute_is_reemitted_as_written() {
+        let adk = reemitted(syn::parse_quote! {
+            /// Send the
+            /// invoice.
+            #[tool(concurrency_safe)]
+            async fn f(args: A) -> Result<Value, AdkError> { body() }
+        });
+        assert_eq!(adk[2], "# [tool (concurrency_safe)]");
     }
 
     #[test]

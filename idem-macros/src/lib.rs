@@ -54,7 +54,8 @@ pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// expands (it serves a status tool only then).
 fn plan(attr: proc_macro2::TokenStream, function: &syn::ItemFn, errors: &mut errors::Errors) -> Option<validate::Plan> {
     frameworks::check_order(function, errors);
-    if frameworks::detect(&function.attrs) == frameworks::Framework::Rmcp {
+    frameworks::check_tool(function, errors);
+    if frameworks::detect(function) == frameworks::Framework::Rmcp {
         frameworks::check_rmcp_return(function, errors);
     }
     if !errors.is_empty() {

@@ -2,7 +2,8 @@
 //! their patterns (`Parameters(Req { customer, .. }): Parameters<Req>`), and what the model
 //! calls each of them.
 
-use syn::{FnArg, Ident, Member, Pat, Signature, Type};
+use quote::ToTokens;
+use syn::{FnArg, Ident, ItemFn, Member, Pat, Signature, Type};
 
 /// One name in scope in the function body.
 pub(crate) struct Binding {
@@ -17,12 +18,39 @@ pub(crate) struct Binding {
     pub params_path: Option<Vec<String>>,
 }
 
-/// Every name the parameters bind, in order.
+/// Every name the parameters bind, in order (tools: [`bindings_of`]).
+#[cfg(test)]
 pub(crate) fn bindings(sig: &Signature) -> Vec<Binding> {
+    bindings_with(sig, None)
+}
+
+/// [`bindings`] of a tool: an ADK-Rust tool's argument struct (the parameter that is not its
+/// `ToolContext`) is what the model sends, as rmcp's `Parameters<T>` is, so its bindings get
+/// the JSON path of what they bind (`[]` for `args`, `["period"]` for `p` in
+/// `InvoiceArgs { period: p, .. }`).
+pub(crate) fn bindings_of(item: &ItemFn) -> Vec<Binding> {
+    let adk = crate::frameworks::detect(item) == crate::frameworks::Framework::Adk;
+    bindings_with(&item.sig, adk.then(|| adk_args(&item.sig)).flatten())
+}
+
+/// The argument struct of an ADK-Rust tool, as ADK's `#[tool]` finds it: the first typed
+/// parameter whose type does not name `ToolContext`.
+pub(crate) fn adk_args(sig: &Signature) -> Option<usize> {
+    sig.inputs.iter().position(|input| match input {
+        FnArg::Typed(typed) => !typed.ty.to_token_stream().to_string().contains("ToolContext"),
+        FnArg::Receiver(_) => false,
+    })
+}
+
+fn bindings_with(sig: &Signature, model_args: Option<usize>) -> Vec<Binding> {
     let mut out = Vec::new();
     for (arg, input) in sig.inputs.iter().enumerate() {
         if let FnArg::Typed(typed) = input {
             let ty = matches!(&*typed.pat, Pat::Ident(p) if p.subpat.is_none()).then(|| (*typed.ty).clone());
+            if model_args == Some(arg) {
+                walk(&typed.pat, ty, arg, Some(Vec::new()), &mut out);
+                continue;
+            }
             match (&*typed.pat, is_parameters(&typed.ty)) {
                 (Pat::TupleStruct(p), true)
                     if p.elems.len() == 1 && p.path.segments.last().is_some_and(|s| s.ident == "Parameters") =>

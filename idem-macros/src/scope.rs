@@ -23,7 +23,7 @@ use crate::reads;
 /// so its scope may read none of them. Each model binding the scope reads is refused where
 /// the scope reads it, by its name.
 pub(crate) fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: &mut Errors) -> Vec<usize> {
-    let framework = frameworks::detect(&item.attrs);
+    let framework = frameworks::detect(item);
     let mut inputs = Vec::new();
     for (binding, read_at) in reads::reads(scope.to_token_stream(), bindings) {
         if !inputs.contains(&binding.arg) {
@@ -35,13 +35,22 @@ pub(crate) fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: 
                 "an rmcp tool's `Parameters` are what the model sends"
             }
             Framework::Rig => "a rig tool's arguments are what the model sends",
+            Framework::Adk if binding.params_path.is_some() => {
+                "an ADK-Rust tool's argument struct is what the model sends"
+            }
             _ => continue,
+        };
+        let instead = match framework {
+            Framework::Adk => {
+                "from the tool's `ToolContext`, the user ADK's runner authenticated (`scope = ctx.user_id()`)"
+            }
+            _ => "from `self` or, for rmcp, an extractor such as `Extension<T>`",
         };
         errors.at(
             read_at,
             format!(
                 "`scope` must not read `{}`: {what}, so a model could name another tenant; read the caller's \
-                 identity from `self` or, for rmcp, an extractor such as `Extension<T>`",
+                 identity {instead}",
                 binding.ident
             ),
         );
@@ -50,7 +59,8 @@ pub(crate) fn inputs(scope: &Expr, bindings: &[Binding], item: &ItemFn, errors: 
 }
 
 /// An rmcp tool that takes an `Extension<T>` or the whole `Extensions` (how rmcp hands a
-/// tool the authenticated request) serves many callers, yet without `scope` its records are shared by all of
+/// tool the authenticated request), or an ADK-Rust tool that takes its `ToolContext` (which
+/// names the user), serves many callers, yet without `scope` its records are shared by all of
 /// them: that deserves a warning, unless `unscoped` says it is meant.
 pub(crate) fn unscoped_identity(
     (scope, unscoped): (&Option<Expr>, &Option<Ident>),
@@ -64,15 +74,19 @@ pub(crate) fn unscoped_identity(
     if scope.is_some() || unscoped.is_some() {
         return None;
     }
-    if frameworks::detect(&item.attrs) != Framework::Rmcp {
-        return None;
-    }
+    let framework = frameworks::detect(item);
     item.sig.inputs.iter().find_map(|input| {
         let syn::FnArg::Typed(typed) = input else { return None };
-        let syn::Type::Path(path) = &*typed.ty else { return None };
-        let last = path.path.segments.last()?;
-        (last.ident == "Extension" || last.ident == "Extensions")
-            .then(|| (typed.ty.span(), quote::ToTokens::to_token_stream(&typed.ty).to_string()))
+        let identity = match framework {
+            Framework::Rmcp => {
+                let syn::Type::Path(path) = &*typed.ty else { return None };
+                let last = path.path.segments.last()?;
+                last.ident == "Extension" || last.ident == "Extensions"
+            }
+            Framework::Adk => typed.ty.to_token_stream().to_string().contains("ToolContext"),
+            _ => false,
+        };
+        identity.then(|| (typed.ty.span(), typed.ty.to_token_stream().to_string()))
     })
 }
 
@@ -81,11 +95,14 @@ pub(crate) fn unscoped_identity(
 /// shares its records across callers: `identity` is what [`unscoped_identity`] found.
 pub(crate) fn unscoped_warning(identity: Option<&(Span, String)>, name: &Ident) -> TokenStream {
     let Some((span, ty)) = identity else { return TokenStream::new() };
+    let example = match ty.contains("ToolContext") {
+        true => "`scope = ctx.user_id()` for ADK-Rust's `ctx: Arc<dyn ToolContext>`",
+        false => "`scope = principal.tenant` for `Extension(principal)`",
+    };
     let note = format!(
         "`{name}` takes `{}`, the caller's identity, but its idempotency records are shared by every caller: \
          one caller's repeat replays another's result. Scope them with `scope = <the caller's id>` in \
-         #[idempotent(...)] (e.g. `scope = principal.tenant` for `Extension(principal)`), or write `unscoped` \
-         there if every caller shares them on purpose",
+         #[idempotent(...)] (e.g. {example}), or write `unscoped` there if every caller shares them on purpose",
         ty.replace(" < ", "<").replace(" >", ">")
     );
     let warning = Ident::new("__idem_records_shared_by_every_caller", *span);
@@ -103,7 +120,7 @@ mod tests {
 
     fn errors_for(item: syn::ItemFn, scope: Expr) -> Option<String> {
         let mut errors = Errors::default();
-        inputs(&scope, &params::bindings(&item.sig), &item, &mut errors);
+        inputs(&scope, &params::bindings_of(&item), &item, &mut errors);
         errors.into_error().map(|error| error.to_string())
     }
 

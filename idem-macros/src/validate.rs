@@ -80,7 +80,7 @@ pub(crate) struct KeyField {
 
 pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Option<Plan> {
     check_shape(item, errors);
-    let approval = crate::approval::validate(&mut args, item, &params::bindings(&item.sig), errors);
+    let approval = crate::approval::validate(&mut args, item, &params::bindings_of(item), errors);
     let budget = crate::budget::validate(&mut args, errors);
     if let Some(krate) = &args.krate {
         crate::krate::check(krate, errors);
@@ -102,7 +102,7 @@ pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Op
         return None;
     };
     let fn_name = item.sig.ident.to_string();
-    let bindings = params::bindings(&item.sig);
+    let bindings = params::bindings_of(item);
     let pieces = match template::parse(&key.value()) {
         Ok(pieces) => pieces,
         Err(error) => {
@@ -210,7 +210,8 @@ pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Op
 }
 
 /// The key as JSON arguments, when every key field comes from one `Parameters<T>` argument
-/// that the `store` expression does not use, and names a field of `T` (not `<req>` whole).
+/// (or an ADK-Rust tool's argument struct) that the `store` expression does not use, and
+/// names a field of `T` (not `<req>` whole).
 fn params_key(
     key_fields: &[KeyField],
     key_bindings: &[&Binding],
@@ -218,8 +219,8 @@ fn params_key(
     store_inputs: &[usize],
 ) -> Option<ParamsKey> {
     let arg = key_bindings.first()?.arg;
-    let syn::FnArg::Typed(typed) = &sig.inputs[arg] else { return None };
-    if !params::is_parameters(&typed.ty) || store_inputs.contains(&arg) {
+    let syn::FnArg::Typed(_) = &sig.inputs[arg] else { return None };
+    if key_bindings.first()?.params_path.is_none() || store_inputs.contains(&arg) {
         return None;
     }
     let mut fields: Vec<String> = Vec::new();
@@ -277,9 +278,7 @@ fn check_timeout(item: &ItemFn, span: Span, errors: &mut Errors) {
         let borrowed = match input {
             // An rmcp tool's `timeout` is applied by `#[idem::tasks]`, which runs the whole
             // `tools/call` on a clone of the server.
-            syn::FnArg::Receiver(_) if crate::frameworks::detect(&item.attrs) == crate::frameworks::Framework::Rmcp => {
-                None
-            }
+            syn::FnArg::Receiver(_) if crate::frameworks::detect(item) == crate::frameworks::Framework::Rmcp => None,
             syn::FnArg::Receiver(receiver) => {
                 matches!(receiver.kind, syn::ReceiverKind::Reference(..)).then(|| "`self`".to_owned())
             }

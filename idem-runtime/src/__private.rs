@@ -111,6 +111,35 @@ impl<T, E> ResultParts for Result<T, E> {
 /// Names the error type of a tool returning `Result<T, E>`.
 pub type ErrorOf<O> = <O as ResultParts>::Error;
 
+/// ADK-Rust glue: what the status tool `#[idempotent]` makes beside an ADK `#[tool]` names.
+#[cfg(feature = "adk")]
+pub mod adk {
+    pub use crate::frameworks::adk::{status_answer, tool_error};
+    pub use adk_core::{AdkError, Tool, ToolContext, async_trait};
+    pub use serde_json::Value;
+
+    use crate::frameworks::status_args::{JsonObject, key_schema};
+
+    /// The status tool's parameters: the tool's own (as ADK's `#[tool]` made them, from the
+    /// argument type `type_name`) with only the key's `fields`. Panics when a field is not
+    /// one of its properties (a key field renamed in JSON), when the agent lists its tools.
+    pub fn status_schema(tool: Option<Value>, status_tool: &str, type_name: &str, fields: &[&str]) -> Option<Value> {
+        match tool? {
+            Value::Object(schema) => Some(Value::Object(key_schema(status_tool, type_name, &schema, fields))),
+            other => Some(other),
+        }
+    }
+
+    /// A status tool call's arguments as an object: anything else reads as no arguments, so
+    /// each key field is reported missing.
+    pub fn arguments(args: Value) -> JsonObject {
+        match args {
+            Value::Object(args) => args,
+            _ => JsonObject::new(),
+        }
+    }
+}
+
 /// rmcp glue the `#[idem::tasks]` and `#[idem::status_tools]` expansions call.
 #[cfg(feature = "rmcp")]
 pub mod rmcp {
@@ -127,6 +156,9 @@ pub mod rmcp {
 // would otherwise print a path that reads like rmcp's own (`rmcp::tasks::ServesTasks`).
 /// An rmcp status tool's input: the key's fields only.
 #[cfg(feature = "rmcp")]
-pub use crate::frameworks::rmcp::status_input::{StatusArgs, StatusInput, status_input_schema};
+pub use crate::frameworks::rmcp::status_input::{StatusInput, status_input_schema};
 #[cfg(feature = "rmcp")]
 pub use crate::frameworks::rmcp::tasks::{OwnedServer, ServesTasks};
+/// A status tool's arguments (rmcp, ADK-Rust), read field by field.
+#[cfg(any(feature = "rmcp", feature = "adk"))]
+pub use crate::frameworks::status_args::StatusArgs;

@@ -1,1 +1,1 @@
-//! Nothing to see: the cases are in `fail/` and `rmcp/`, run by `ui.rs`.
+//! Nothing to see: the cases are in `fail/`, `rmcp/` and `adk/`, run by `ui.rs`.

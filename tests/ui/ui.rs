@@ -1,5 +1,5 @@
 //! Compile-error tests for `#[idempotent]` and `#[idem::status_tools]`: one mistake per
-//! file in `fail/` (and `rmcp/` for mistakes that need rmcp), each with the diagnostic a
+//! file in `fail/` (and `rmcp/` and `adk/` for mistakes that need rmcp or ADK-Rust), each with the diagnostic a
 //! user sees in the `.stderr` beside it. Regenerate with
 //! `TRYBUILD=overwrite cargo test -p idem-ui-tests` and review the diff.
 //!
@@ -19,4 +19,5 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("fail/*.rs");
     t.compile_fail("rmcp/*.rs");
+    t.compile_fail("adk/*.rs");
 }

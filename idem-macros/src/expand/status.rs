@@ -24,7 +24,7 @@
 //!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
 //! {
 //!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args);
+//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args.0);
 //!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
 //!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
 //!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
@@ -75,7 +75,7 @@ pub(super) fn status_fn(
          call it when a call's outcome is unknown, e.g. after a timeout."
     );
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
-    let keep_docs = frameworks::detect(&item.attrs) == Framework::Rig;
+    let keep_docs = frameworks::detect(item) == Framework::Rig;
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
         FnArg::Receiver(_) => Some(strip_attrs(input, false)),
         FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input, keep_docs)),
@@ -90,7 +90,7 @@ pub(super) fn status_fn(
     // A rig tool's status function is a rig tool too: `#[rig_tool]` on it, and the tool's own
     // error type (rig shows the model only `ToolExecutionError`s).
     let rig_tool = item.attrs.iter().find(|attr| frameworks::is_attr(attr, "rig_tool"));
-    let rig = frameworks::detect(&item.attrs) == Framework::Rig;
+    let rig = frameworks::detect(item) == Framework::Rig;
     let at_ret = krate_at(plan, ret.span());
     let (value_of, answer) = match rig_tool.filter(|_| rig) {
         Some(rig_tool) => (
@@ -141,7 +141,7 @@ pub(super) fn status_json_fn(
     ret: &Type,
     store: &TokenStream,
 ) -> TokenStream {
-    let Some(key) = plan.params_key.as_ref().filter(|_| frameworks::detect(&item.attrs) == Framework::Rmcp) else {
+    let Some(key) = plan.params_key.as_ref().filter(|_| frameworks::detect(item) == Framework::Rmcp) else {
         return TokenStream::new();
     };
     let krate = &plan.krate;
@@ -199,7 +199,7 @@ pub(super) fn status_json_fn(
             #where_clause
         {
             #tool
-            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args);
+            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args.0);
             #(#reads)*
             let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
                 return ::core::result::Result::Err(#args.into_error());
