@@ -137,7 +137,10 @@ pub fn redis(settings: &Settings, report: &mut Report) {
             return;
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // One worker: each side's task and its connection's driver share it, so the figures are the
+    // code's and not where tokio placed the tasks (with two workers, each side's rounds jumped
+    // between about 12 and 100 µs as the call and the driver landed on one thread or two).
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let prefix = format!("idem-bench-{}", std::process::id());
     let store = RedisStore::builder(&url).prefix(&prefix).build().unwrap();
     let (hand, server) = runtime.block_on(async {
