@@ -1,0 +1,333 @@
+//! The store protocol on Redis: each operation is one script (see `scripts.rs`) run on a
+//! connection of the caller's driver (see `io.rs`), its reply read back into idem's types.
+
+use std::time::Duration;
+
+use redis::Value;
+
+use super::fields::{self, hash, record_key, running_index, settled_index, texts, windows_index};
+use super::io::{block_on, run};
+use super::scripts::SCRIPTS;
+use super::{RedisStore, TOMBSTONE};
+use crate::store::budget::{Charge, WINDOWS_KEPT_MS};
+use crate::store::{
+    AsyncStore, BoxFuture, Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token,
+    duration_ms,
+};
+
+impl RedisStore {
+    fn key(&self, id: RecordId<'_>) -> String {
+        record_key(&self.prefix, id)
+    }
+
+    pub(super) async fn script(
+        &self,
+        operation: &'static str,
+        invocation: redis::ScriptInvocation<'static>,
+    ) -> Result<Value, StoreError> {
+        Ok(self.script_replicated(operation, invocation, false).await?.0)
+    }
+
+    /// Runs a script and then, when `replicate` and the store waits for replicas, `WAIT`s on
+    /// the same connection (whose last write is the script's): the reply, and what fell
+    /// short when fewer replicas acknowledged it in time.
+    async fn script_replicated(
+        &self,
+        operation: &'static str,
+        invocation: redis::ScriptInvocation<'static>,
+        replicate: bool,
+    ) -> Result<(Value, Option<String>), StoreError> {
+        let wait = self.wait.filter(|_| replicate);
+        run(&self.io, &self.link, operation, move |mut connection| async move {
+            let value: Value = invocation.invoke_async(&mut connection).await?;
+            let Some((replicas, timeout)) = wait else { return Ok((value, None)) };
+            let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+            let acknowledged: i64 =
+                redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await?;
+            let short = (acknowledged < i64::from(replicas)).then(|| {
+                format!("WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms")
+            });
+            Ok((value, short))
+        })
+        .await
+    }
+
+    /// A script that answers 1 for done and 0 for fenced.
+    pub(super) async fn fenced_unless_done(
+        &self,
+        operation: &'static str,
+        invocation: redis::ScriptInvocation<'static>,
+    ) -> Result<(), StoreError> {
+        let reply = self.script(operation, invocation).await?;
+        self.done_or_fenced(operation, reply)
+    }
+
+    fn done_or_fenced(&self, operation: &'static str, reply: Value) -> Result<(), StoreError> {
+        match reply {
+            Value::Int(1) => Ok(()),
+            Value::Int(0) => Err(StoreError::Fenced),
+            other => Err(self.link.failed(operation, format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    async fn reserve_async(&self, request: Reserve<'_>, charge: Option<Charge<'_>>) -> Result<Reservation, StoreError> {
+        let RecordId { namespace, key } = request.id;
+        let reply = match charge {
+            None => {
+                let mut invocation = SCRIPTS.reserve.key(self.key(request.id));
+                invocation.key(running_index(&self.prefix));
+                invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
+                self.script_replicated("reserve", invocation, true).await?
+            }
+            Some(charge) => {
+                let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
+                invocation.key(running_index(&self.prefix)).key(windows_index(&self.prefix));
+                invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
+                invocation.arg(&self.prefix).arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
+                invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
+                invocation.arg(WINDOWS_KEPT_MS);
+                self.script_replicated("reserve", invocation, true).await?
+            }
+        };
+        let (reply, short) = reply;
+        let mut reply = texts(reply)?.into_iter();
+        let corrupt = |what: &str| StoreError::Corrupt(format!("{namespace}/{key}: reserve answered {what}"));
+        match reply.next().as_deref() {
+            Some("acquired") => {
+                let token = reply.next().and_then(|token| token.parse().ok()).ok_or_else(|| corrupt("no token"))?;
+                if let Some(short) = short {
+                    // The body has not run: letting the key go is safe, and spares a retry
+                    // an abandoned key. Should the release fail too, the key is abandoned.
+                    let _ = self.delete(request.id, Some(Token(token))).await;
+                    return Err(self.link.failed("reserve", format!("{short}; the reservation was released")));
+                }
+                Ok(Reservation::Acquired { token: Token(token) })
+            }
+            Some("existing") => {
+                let now = reply.next().and_then(|now| now.parse().ok()).ok_or_else(|| corrupt("no time"))?;
+                let found = fields::record(&hash(reply), now, &format!("{namespace}/{key}"))?;
+                found.map(Reservation::Existing).ok_or_else(|| corrupt("a record without a state"))
+            }
+            Some("over") => {
+                let (Some(charge), Some(_now), Some(start)) = (charge, reply.next(), reply.next()) else {
+                    return Err(corrupt("over budget without its window"));
+                };
+                let start = start.parse().map_err(|_| corrupt("a window start that is not a number"))?;
+                let (budget, scope) = (charge.budget, charge.scope);
+                let mut window = fields::window(&hash(reply), (budget, scope), start, charge.window_ms, charge.limit)?;
+                window.limit = charge.limit;
+                Ok(Reservation::OverBudget(window))
+            }
+            other => Err(corrupt(&format!("{other:?}"))),
+        }
+    }
+
+    async fn take_over_async(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        let mut invocation = SCRIPTS.take_over.key(self.key(id));
+        invocation.arg(expired.0).arg(duration_ms(lease));
+        match self.script("take over", invocation).await? {
+            Value::Nil => Err(StoreError::Fenced),
+            reply => {
+                let token = fields::text(reply)?;
+                token.parse().map(Token).map_err(|_| StoreError::Corrupt(format!("take over answered {token:?}")))
+            }
+        }
+    }
+
+    async fn renew_async(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        let mut invocation = SCRIPTS.renew.key(self.key(renewal.id));
+        invocation.arg(renewal.token.0).arg(duration_ms(renewal.lease));
+        invocation.arg(if renewal.progress.is_some() { "1" } else { "0" }).arg(renewal.progress.unwrap_or(""));
+        self.fenced_unless_done("renew", invocation).await
+    }
+
+    /// Settles the record: the holder's completion, or an operator's (`token` `None`).
+    pub(super) async fn settle(
+        &self,
+        id: RecordId<'_>,
+        token: Option<Token>,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
+        let (state, result) = match completion {
+            Completion::Success(result) => ("completed", result),
+            Completion::KeptError(error) => ("failed", error),
+        };
+        let mut invocation = SCRIPTS.settle.key(self.key(id));
+        invocation.key(running_index(&self.prefix)).key(settled_index(&self.prefix));
+        invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(state).arg(result);
+        invocation.arg(duration_ms(retain)).arg(duration_ms(self.expire_after_retention));
+        let operation = if token.is_some() { "complete" } else { "resolve" };
+        let (reply, short) = self.script_replicated(operation, invocation, token.is_some()).await?;
+        self.done_or_fenced(operation, reply)?;
+        match short {
+            Some(short) => {
+                Err(self.link.failed(operation, format!("{short}; the completion may be lost on a failover")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the in-progress record, refunding its charge: the holder's release, or an
+    /// operator's (`token` `None`).
+    pub(super) async fn delete(&self, id: RecordId<'_>, token: Option<Token>) -> Result<(), StoreError> {
+        let mut invocation = SCRIPTS.release.key(self.key(id));
+        invocation.key(running_index(&self.prefix));
+        invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(&self.prefix);
+        invocation.arg(duration_ms(TOMBSTONE));
+        self.fenced_unless_done("release", invocation).await
+    }
+
+    async fn abandon_async(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let mut invocation = SCRIPTS.abandon.key(self.key(id));
+        invocation.arg(token.0);
+        self.fenced_unless_done("abandon", invocation).await
+    }
+
+    async fn read_async(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        let (now, mut found) = self.read_keys("read", vec![self.key(id)]).await?;
+        fields::record(&found.pop().unwrap_or_default(), now, &format!("{}/{}", id.namespace, id.key))
+    }
+
+    /// The hashes of `keys` (empty for a missing key), and the server's time.
+    pub(super) async fn read_keys(
+        &self,
+        operation: &'static str,
+        keys: Vec<String>,
+    ) -> Result<(i64, Vec<std::collections::HashMap<String, String>>), StoreError> {
+        let mut invocation = SCRIPTS.read.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        let Value::Array(reply) = self.script(operation, invocation).await? else {
+            return Err(StoreError::Corrupt(format!("{operation}: unexpected reply")));
+        };
+        let mut reply = reply.into_iter();
+        let now = reply.next().map(fields::text).transpose()?.and_then(|now| now.parse().ok());
+        let now = now.ok_or_else(|| StoreError::Corrupt(format!("{operation}: no time")))?;
+        let hashes = reply.map(|found| texts(found).map(hash)).collect::<Result<_, _>>()?;
+        Ok((now, hashes))
+    }
+
+    /// Deletes what is due, by the batch, oldest retention first, from the settled index.
+    async fn purge_async(&self, limit: usize) -> Result<usize, StoreError> {
+        const BATCH: usize = 1000;
+        let mut purged = 0;
+        while purged < limit {
+            let mut invocation = SCRIPTS.purge.key(settled_index(&self.prefix));
+            invocation.arg((limit - purged).min(BATCH));
+            let reply = texts(self.script("purge", invocation).await?)?;
+            let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
+            let [deleted, due] = counts[..] else {
+                return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
+            };
+            purged += deleted;
+            if due < (limit - purged + deleted).min(BATCH) {
+                break;
+            }
+        }
+        let mut prune = SCRIPTS.prune_windows.key(windows_index(&self.prefix));
+        prune.arg(0);
+        self.script("purge", prune).await?;
+        Ok(purged)
+    }
+
+    /// Up to `count` names of an index from rank `offset`, lowest score first.
+    pub(super) async fn index_range(
+        &self,
+        index: &str,
+        offset: usize,
+        count: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut command = redis::cmd("ZRANGE");
+        command.arg(index).arg(offset).arg(offset + count - 1);
+        run(
+            &self.io,
+            &self.link,
+            "list",
+            move |mut connection| async move { command.query_async(&mut connection).await },
+        )
+        .await
+    }
+}
+
+impl Store for RedisStore {
+    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        block_on(self.reserve_async(request, None))
+    }
+    fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        block_on(self.reserve_async(request, Some(charge)))
+    }
+    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        block_on(self.take_over_async(id, expired, lease))
+    }
+    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        block_on(self.renew_async(renewal))
+    }
+    fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        completion: Completion<'_>,
+        retain: Duration,
+    ) -> Result<(), StoreError> {
+        block_on(self.settle(id, Some(token), completion, retain))
+    }
+    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        block_on(self.delete(id, Some(token)))
+    }
+    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        block_on(self.abandon_async(id, token))
+    }
+    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        block_on(self.read_async(id))
+    }
+    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        block_on(self.purge_async(limit))
+    }
+}
+
+impl AsyncStore for RedisStore {
+    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+        Box::pin(self.reserve_async(request, None))
+    }
+    fn reserve_charged<'a>(
+        &'a self,
+        request: Reserve<'a>,
+        charge: Charge<'a>,
+    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
+        Box::pin(self.reserve_async(request, Some(charge)))
+    }
+    fn take_over<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        expired: Token,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Token, StoreError>> {
+        Box::pin(self.take_over_async(id, expired, lease))
+    }
+    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.renew_async(renewal))
+    }
+    fn complete<'a>(
+        &'a self,
+        id: RecordId<'a>,
+        token: Token,
+        completion: Completion<'a>,
+        retain: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.settle(id, Some(token), completion, retain))
+    }
+    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.delete(id, Some(token)))
+    }
+    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.abandon_async(id, token))
+    }
+    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        Box::pin(self.read_async(id))
+    }
+    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
+        Box::pin(self.purge_async(limit))
+    }
+}
