@@ -39,7 +39,7 @@
 //!   abandoned call stays until it is taken over (the `reconcile` hook, then
 //!   `OUTCOME_UNKNOWN`), never freed for a blind re-run. A settled record's key expires
 //!   [`expire_after_retention`](RedisStoreBuilder::expire_after_retention) (1 hour) after
-//!   its retention ends, so a store nobody purges does not grow; [`Store::purge`] removes
+//!   its retention ends, so a store nobody purges does not grow; [`Store::purge`](crate::store::Store::purge) removes
 //!   what is due before that, as on every store.
 //! - **Tokens only grow.** A new token is the larger of the record's last token plus one
 //!   and the server's clock in microseconds. A deleted record (a release) leaves a
@@ -181,7 +181,7 @@ impl RedisStoreBuilder {
     }
 
     /// How long after its retention ends a settled record's key expires (default 1 hour).
-    /// [`Store::purge`] removes due records before; this only bounds what nobody purged.
+    /// [`Store::purge`](crate::store::Store::purge) removes due records before; this only bounds what nobody purged.
     pub fn expire_after_retention(mut self, after: Duration) -> Self {
         self.expire_after_retention = after;
         self
