@@ -229,7 +229,7 @@ fn a_body_never_runs_without_a_reservation() {
     assert_eq!(shop.most_effects(), 0);
 }
 
-/// `wait_for_replicas(1, ...)`: without a replica, a call answers STORE_UNAVAILABLE, its
+/// `wait_for_replicas(1, 300 ms)`: without a replica, a call answers STORE_UNAVAILABLE, its
 /// body does not run and its key is let go; once a replica follows, calls run and the
 /// replica holds their records.
 #[test]
@@ -238,7 +238,7 @@ fn a_reservation_no_replica_acknowledged_runs_no_body() {
     // No delay before the full sync a new replica needs (Redis waits 5 s for more by default).
     let Some(primary) = Server::start(test, &["--repl-diskless-sync-delay", "0"]) else { return };
     let store = RedisStore::builder(&primary.url())
-        .wait_for_replicas(1, Duration::from_millis(50))
+        .wait_for_replicas(1, Duration::from_millis(300))
         .operation_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
@@ -253,9 +253,9 @@ fn a_reservation_no_replica_acknowledged_runs_no_body() {
     let port = primary.port().to_string();
     let Some(replica) = Server::start(test, &["--replicaof", "127.0.0.1", &port]) else { return };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while primary.command(&["WAIT", "1", "10"]) != ":1" {
+    // Until a write reaches the replica and is acknowledged: its first sync is over.
+    while primary.commands(&[&["SET", "probe", "1"], &["WAIT", "1", "100"]])[1] != ":1" {
         assert!(Instant::now() < deadline, "the replica never caught up");
-        std::thread::yield_now();
     }
     assert_eq!(shop.pay(1).unwrap(), 1);
     assert_eq!(shop.pay(1).unwrap(), 1, "a replay");

@@ -70,15 +70,28 @@ impl Server {
 
     /// One command, its reply's first line (`:1`, `+OK`, `$5`, ...).
     pub fn command(&self, args: &[&str]) -> String {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        let mut request = format!("*{}\r\n", args.len());
-        for arg in args {
-            request += &format!("${}\r\n{arg}\r\n", arg.len());
-        }
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut line).unwrap();
-        line.trim_end().to_owned()
+        self.commands(&[args]).pop().unwrap()
+    }
+
+    /// Commands on one connection (so a `WAIT` waits for the writes before it), each
+    /// reply's first line; replies must be one line each (no bulk strings).
+    pub fn commands(&self, commands: &[&[&str]]) -> Vec<String> {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut stream = stream;
+        commands
+            .iter()
+            .map(|args| {
+                let mut request = format!("*{}\r\n", args.len());
+                for arg in *args {
+                    request += &format!("${}\r\n{arg}\r\n", arg.len());
+                }
+                stream.write_all(request.as_bytes()).unwrap();
+                let mut line = String::new();
+                std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+                line.trim_end().to_owned()
+            })
+            .collect()
     }
 
     /// Starts the server again on its port and directory (it reads back what it persisted).
