@@ -167,8 +167,6 @@ impl Admin for RedisStore {
         if matches!(&reply, Value::Array(items) if items.is_empty()) {
             return Err(StoreError::Fenced);
         }
-        let mut reply = fields::texts(reply)?.into_iter();
-        reply.next();
-        fields::window(&fields::hash(reply), (budget, scope), start_ms, 1, 0)
+        fields::window(&fields::hash(fields::texts(reply)?), (budget, scope), start_ms, 1, 0)
     }
 }

@@ -19,6 +19,12 @@ pub(super) fn namespace_prefix(prefix: &str, namespace: &str) -> String {
     format!("{prefix}:r:{}:{namespace}:", namespace.len())
 }
 
+/// The store's marker, which a tool's first connection writes and the `idem` command
+/// looks for.
+pub(super) fn marker_key(prefix: &str) -> String {
+    format!("{prefix}:store")
+}
+
 /// The index of in-progress records: a sorted set of their names, by reservation time.
 pub(super) fn running_index(prefix: &str) -> String {
     format!("{prefix}:running")

@@ -125,33 +125,19 @@ where
 {
     let driver = driver_for_caller();
     if driver.is_some() {
-        return deadline(io, link, driver, operation, call).await;
+        return deadline(&io.handle, link, driver, operation, call).await;
     }
     let (timer, link) = (io.handle.clone(), Arc::clone(link));
-    let task = io.handle.spawn(async move { deadline_on(&timer, &link, None, operation, call).await });
+    let task = io.handle.spawn(async move { deadline(&timer, &link, None, operation, call).await });
     match task.await {
         Ok(answer) => answer,
         Err(e) => Err(StoreError::Backend(format!("Redis: {operation}: the store's IO thread failed: {e}").into())),
     }
 }
 
-async fn deadline<T, F, Fut>(
-    io: &Io,
-    link: &Link,
-    driver: Driver,
-    operation: &'static str,
-    call: F,
-) -> Result<T, StoreError>
-where
-    F: FnOnce(MultiplexedConnection) -> Fut,
-    Fut: Future<Output = Result<T, RedisError>>,
-{
-    deadline_on(&io.handle, link, driver, operation, call).await
-}
-
 /// Runs the operation, or gives up on it after the store's timeout, whose timer runs on
 /// `timer`'s runtime (the store's thread) whoever polls this.
-async fn deadline_on<T, F, Fut>(
+async fn deadline<T, F, Fut>(
     timer: &Handle,
     link: &Link,
     driver: Driver,

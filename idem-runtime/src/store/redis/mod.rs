@@ -100,12 +100,11 @@ mod io;
 mod ops;
 mod scripts;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
+use self::fields::marker_key;
 use self::io::{Io, Link, block_on, run};
 use super::StoreError;
 
@@ -171,8 +170,8 @@ impl RedisStoreBuilder {
 
     /// After each reservation and completion, `WAIT` for `replicas` replicas to have it,
     /// at most `timeout`. A reservation fewer replicas acknowledged answers
-    /// `STORE_UNAVAILABLE` and its body does not run (the key stays reserved, and is then
-    /// handled like an abandoned call); a completion fewer replicas acknowledged is a
+    /// `STORE_UNAVAILABLE` and its body does not run; the reservation is released (should
+    /// the release fail too, the key is handled like an abandoned call); a completion fewer replicas acknowledged is a
     /// failed completion (the caller still gets the body's result, and an error event says
     /// so). See the module docs for what this does not promise.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
@@ -196,7 +195,7 @@ impl RedisStoreBuilder {
     /// a tool's first connection); never writes anything: for the `idem` command.
     pub fn open_existing(self) -> Result<RedisStore, StoreError> {
         let store = self.make(false)?;
-        let marker = format!("{}:store", store.prefix);
+        let marker = marker_key(&store.prefix);
         let found: Option<String> = block_on(run(&store.io, &store.link, "open", move |mut connection| async move {
             redis::cmd("GET").arg(marker).query_async(&mut connection).await
         }))?;
@@ -210,7 +209,7 @@ impl RedisStoreBuilder {
                 format!(
                     "no idem store under the prefix {:?} (no key {:?}): check the URL's database number and --prefix",
                     store.prefix,
-                    format!("{}:store", store.prefix)
+                    marker_key(&store.prefix)
                 ),
             )),
         }
@@ -229,7 +228,7 @@ impl RedisStoreBuilder {
             connections: Mutex::new(HashMap::new()),
             timeout: self.operation_timeout,
             described,
-            marker: mark.then(|| format!("{}:store", self.prefix)),
+            marker: mark.then(|| marker_key(&self.prefix)),
         };
         Ok(RedisStore {
             link: Arc::new(link),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::fields::{self, hash, record_key, running_index, settled_index, texts, windows_index};
+use super::fields::{self, hash, record_key, running_index, settled_index, texts, window_prefix, windows_index};
 use super::io::{block_on, run};
 use super::scripts::SCRIPTS;
 use super::{RedisStore, TOMBSTONE};
@@ -83,7 +83,8 @@ impl RedisStore {
                 let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
                 invocation.key(running_index(&self.prefix)).key(windows_index(&self.prefix));
                 invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
-                invocation.arg(&self.prefix).arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
+                invocation.arg(window_prefix(&self.prefix, charge.budget, Some(charge.scope)));
+                invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
                 invocation.arg(WINDOWS_KEPT_MS);
                 self.script_replicated("reserve", invocation, true).await?
@@ -109,7 +110,7 @@ impl RedisStore {
                 found.map(Reservation::Existing).ok_or_else(|| corrupt("a record without a state"))
             }
             Some("over") => {
-                let (Some(charge), Some(_now), Some(start)) = (charge, reply.next(), reply.next()) else {
+                let (Some(charge), Some(start)) = (charge, reply.next()) else {
                     return Err(corrupt("over budget without its window"));
                 };
                 let start = start.parse().map_err(|_| corrupt("a window start that is not a number"))?;
@@ -173,8 +174,7 @@ impl RedisStore {
     pub(super) async fn delete(&self, id: RecordId<'_>, token: Option<Token>) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.release.key(self.key(id));
         invocation.key(running_index(&self.prefix));
-        invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(&self.prefix);
-        invocation.arg(duration_ms(TOMBSTONE));
+        invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(duration_ms(TOMBSTONE));
         self.fenced_unless_done("release", invocation).await
     }
 
@@ -214,21 +214,20 @@ impl RedisStore {
         const BATCH: usize = 1000;
         let mut purged = 0;
         while purged < limit {
+            let asked = (limit - purged).min(BATCH);
             let mut invocation = SCRIPTS.purge.key(settled_index(&self.prefix));
-            invocation.arg((limit - purged).min(BATCH));
+            invocation.arg(asked);
             let reply = texts(self.script("purge", invocation).await?)?;
             let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
             let [deleted, due] = counts[..] else {
                 return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
             };
             purged += deleted;
-            if due < (limit - purged + deleted).min(BATCH) {
+            if due < asked {
                 break;
             }
         }
-        let mut prune = SCRIPTS.prune_windows.key(windows_index(&self.prefix));
-        prune.arg(0);
-        self.script("purge", prune).await?;
+        self.script("purge", SCRIPTS.prune_windows.key(windows_index(&self.prefix))).await?;
         Ok(purged)
     }
 

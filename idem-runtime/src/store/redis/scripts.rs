@@ -6,7 +6,7 @@
 //!
 //! A record is a hash with `state`, `token`, `request`, `created`, `updated` and then
 //! `lease` and `progress` (in progress) or `result` and `retain` (settled), and for a
-//! charged reservation `cb`, `cs`, `cw`, `ca` (budget, scope, window start, amount). A
+//! charged reservation `cw` and `ca` (the budget window's name, the amount charged). A
 //! hash with a `token` and no `state` is a tombstone: what a deleted record leaves so that
 //! the next reservation's token is larger (it expires; tokens also start from the server's
 //! clock in microseconds, so they keep growing after it is gone). Numbers are kept as
@@ -41,15 +41,10 @@ end
 local function expire_at(key, at)
   if at < 4503599627370496 then redis.call('PEXPIREAT', key, num(at)) end
 end
-local function window_key(prefix, budget, scope, start)
-  return prefix .. ':b:' .. budget .. '\0' .. scope .. '\0' .. start
-end
-local function refund(prefix, key)
-  local c = redis.call('HMGET', key, 'cb', 'cs', 'cw', 'ca')
-  if not c[1] then return end
-  local window = window_key(prefix, c[1], c[2], c[3])
-  if redis.call('EXISTS', window) == 1 then
-    if redis.call('HINCRBY', window, 'used', '-' .. c[4]) < 0 then redis.call('HSET', window, 'used', '0') end
+local function refund(key)
+  local c = redis.call('HMGET', key, 'cw', 'ca')
+  if c[1] and redis.call('EXISTS', c[1]) == 1 then
+    if redis.call('HINCRBY', c[1], 'used', '-' .. c[2]) < 0 then redis.call('HSET', c[1], 'used', '0') end
   end
 end
 local function bury(key, token, tombstone_ms)
@@ -95,22 +90,22 @@ return {'acquired', create(KEYS[1], KEYS[2], now)}
 );
 
 /// Reserve and charge a budget window in one step. KEYS: record, the running index, the
-/// windows' index. ARGV: request, lease ms, namespace, key, prefix, budget, scope, window
-/// ms, limit, amount, past limit (`1`/`0`), how long a window is kept after it ends (ms). Returns as [`RESERVE`], or
-/// `{'over', now, start, field, value, ...}` with the window's fields.
+/// windows' index. ARGV: request, lease ms, namespace, key, what the window's name starts
+/// with (its start follows: `fields::window_key`), budget, scope, window ms, limit,
+/// amount, past limit (`1`/`0`), how long a window is kept after it ends (ms). Returns as
+/// [`RESERVE`], or `{'over', start, field, value, ...}` with the window's fields.
 const RESERVE_CHARGED: &str = with_prelude!(
     r#"
 local now = now_ms()
 if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], now) end
 local window_ms = tonumber(ARGV[8])
 local start = num(now - (now % window_ms))
-local window = window_key(ARGV[5], ARGV[6], ARGV[7], start)
+local window = ARGV[5] .. start
 local w = redis.call('HMGET', window, 'used', 'raised')
 local used, raised = tonumber(w[1] or '0'), tonumber(w[2] or '0')
 if ARGV[11] ~= '1' and used + tonumber(ARGV[10]) > tonumber(ARGV[9]) + raised then
   local found = redis.call('HGETALL', window)
   table.insert(found, 1, start)
-  table.insert(found, 1, num(now))
   table.insert(found, 1, 'over')
   return found
 end
@@ -120,7 +115,7 @@ redis.call('HSETNX', window, 'raised', '0')
 redis.call('HINCRBY', window, 'used', ARGV[10])
 expire_at(window, tonumber(start) + window_ms + tonumber(ARGV[12]))
 local token = create(KEYS[1], KEYS[2], now)
-redis.call('HSET', KEYS[1], 'cb', ARGV[6], 'cs', ARGV[7], 'cw', start, 'ca', ARGV[10])
+redis.call('HSET', KEYS[1], 'cw', window, 'ca', ARGV[10])
 return {'acquired', token}
 "#
 );
@@ -173,14 +168,14 @@ return 1
 );
 
 /// Delete an in-progress record, refunding its charge: the holder's release, or an
-/// operator's (token `''`). KEYS: record, the running index. ARGV: token, prefix,
-/// tombstone ms. Returns 1, or 0 when fenced.
+/// operator's (token `''`). KEYS: record, the running index. ARGV: token, tombstone ms.
+/// Returns 1, or 0 when fenced.
 const RELEASE: &str = with_prelude!(
     r#"
 local ok, token = held(KEYS[1], ARGV[1])
 if not ok then return 0 end
-refund(ARGV[2], KEYS[1])
-bury(KEYS[1], token, ARGV[3])
+refund(KEYS[1])
+bury(KEYS[1], token, ARGV[2])
 redis.call('ZREM', KEYS[2], KEYS[1])
 return 1
 "#
@@ -255,8 +250,8 @@ return 1
 "#;
 
 /// Raise a window's limit or reset its use, recording who and why. KEYS: window. ARGV:
-/// `raise` or `reset`, the raise (millionths), by, note. Returns `{now, field, value, ...}`
-/// as it now stands, or `{}` when no such window was charged.
+/// `raise` or `reset`, the raise (millionths), by, note. Returns `{field, value, ...}` as it
+/// now stands, or `{}` when no such window was charged.
 const ADJUST: &str = with_prelude!(
     r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
@@ -270,9 +265,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'adj_by', ARGV[3], 'adj_at', now, 'adj_kind', ARGV[1], 'adj_amount', amount,
   'adj_note', ARGV[4])
-local found = redis.call('HGETALL', KEYS[1])
-table.insert(found, 1, now)
-return found
+return redis.call('HGETALL', KEYS[1])
 "#
 );
 
