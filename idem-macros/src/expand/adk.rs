@@ -43,11 +43,12 @@
 //! ```
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::quote;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Type};
 
-use super::{krate_at, scope_part};
+use super::krate_at;
+use super::status::{KeyReads, key_reads};
 use crate::frameworks::{self, Framework};
 use crate::validate::Plan;
 
@@ -87,25 +88,7 @@ pub(super) fn status_tool(
             Some(quote!(let #pat: #ty = #ctx;))
         });
     let names = &key.fields;
-    let reader = Ident::new("__idem_r", Span::mixed_site());
-    let values: Vec<Ident> = (0..names.len())
-        .map(|i| {
-            let first = key.parts.iter().position(|(index, _)| *index == i).expect("every field is used");
-            Ident::new(&format!("__idem_field{i}"), plan.key_fields[first].root.span())
-        })
-        .collect();
-    let reads = names.iter().zip(&values).map(|(name, value)| {
-        let field = Ident::new(name, request_ty.span());
-        quote_spanned!(request_ty.span()=> let #value = #args.field(#name, |#reader: &#request_ty| &#reader.#field);)
-    });
-    let fields = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
-        let root = &field.root;
-        let value = &values[*index];
-        let rest = rest.iter().map(|segment| Ident::new(segment, root.span()));
-        let krate = krate_at(plan, root.span());
-        quote_spanned!(root.span()=> #krate::__private::key_part(&#value #(.#rest)*))
-    });
-    let parts = scope_part(plan).into_iter().chain(fields);
+    let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, TokenStream::new());
     let read = Ident::new("__idem_read", Span::mixed_site());
     let at_ret = krate_at(plan, ret.span());
     let vis = &item.vis;

@@ -54,7 +54,7 @@ use syn::{FnArg, Ident, ItemFn, Pat, Type};
 
 use super::{krate_at, scope_part, strip_attrs};
 use crate::frameworks::{self, Framework};
-use crate::validate::Plan;
+use crate::validate::{ParamsKey, Plan};
 
 /// `<tool>_status`: the tool's receiver and the parameters the key uses, nothing else.
 pub(super) fn status_fn(
@@ -127,6 +127,60 @@ pub(super) fn status_fn(
     }
 }
 
+/// How a status tool reads the key's fields from its JSON arguments (`args`, a
+/// `StatusArgs`) and builds the key from them as the tool does: for rmcp's status tools
+/// and ADK's.
+pub(super) struct KeyReads {
+    /// `__idem_field<i>`, one per field of `key.fields`.
+    pub values: Vec<Ident>,
+    /// `let __idem_field<i> = args.field("customer", |r: &Request| &r<through>.customer);`
+    pub reads: Vec<TokenStream>,
+    /// The key parts, the scope's first, as the tool's own.
+    pub parts: Vec<TokenStream>,
+}
+
+/// [`KeyReads`] for a request of type `request_ty` whose fields are reached through
+/// `through` (`.0` for rmcp's `Parameters<T>`, nothing for ADK's argument struct).
+pub(super) fn key_reads(
+    plan: &Plan,
+    key: &ParamsKey,
+    request_ty: &Type,
+    args: &Ident,
+    through: TokenStream,
+) -> KeyReads {
+    let reader = Ident::new("__idem_r", Span::mixed_site());
+    // Each value is spanned at the first key field read from it (call-site hygiene: a
+    // mixed-site span is shown at the attribute): a type that cannot be a key field is then
+    // reported at the parameter, as in the tool, and rustc reports it once.
+    let values: Vec<Ident> = (0..key.fields.len())
+        .map(|i| {
+            let first = key.parts.iter().position(|(index, _)| *index == i).expect("every field is used");
+            Ident::new(&format!("__idem_field{i}"), plan.key_fields[first].root.span())
+        })
+        .collect();
+    let reads = key
+        .fields
+        .iter()
+        .zip(&values)
+        .map(|(name, value)| {
+            let field = Ident::new(name, request_ty.span());
+            quote_spanned!(request_ty.span()=>
+                let #value = #args.field(#name, |#reader: &#request_ty| &#reader #through .#field);)
+        })
+        .collect();
+    // Spanned (and located) where the tool's own key parts are, so that a type that cannot
+    // be a key field is reported once, at the parameter.
+    let fields = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
+        let root = &field.root;
+        let value = &values[*index];
+        let rest = rest.iter().map(|segment| Ident::new(segment, root.span()));
+        let krate = krate_at(plan, root.span());
+        quote_spanned!(root.span()=> #krate::__private::key_part(&#value #(.#rest)*))
+    });
+    let parts = scope_part(plan).into_iter().chain(fields).collect();
+    KeyReads { values, reads, parts }
+}
+
 /// `__idem_<tool>_status_json`, for the status tool `#[idem::status_tools]` adds to an
 /// rmcp tool whose key comes from its JSON arguments (`plan.params_key`): the status read
 /// from a status tool call's arguments. It reads each key field by its JSON name as the
@@ -158,30 +212,7 @@ pub(super) fn status_json_fn(
     });
     let tool_name = sig.ident.to_string();
     let names = &key.fields;
-    let reader = Ident::new("__idem_r", Span::mixed_site());
-    // Each value is spanned at the first key field read from it (call-site hygiene: a
-    // mixed-site span is shown at the attribute): a type that cannot be a key field is then
-    // reported at the parameter, as in the tool, and rustc reports it once.
-    let values: Vec<Ident> = (0..names.len())
-        .map(|i| {
-            let first = key.parts.iter().position(|(index, _)| *index == i).expect("every field is used");
-            Ident::new(&format!("__idem_field{i}"), plan.key_fields[first].root.span())
-        })
-        .collect();
-    let reads = names.iter().zip(&values).map(|(name, value)| {
-        let field = Ident::new(name, request_ty.span());
-        quote_spanned!(request_ty.span()=> let #value = #args.field(#name, |#reader: &#request_ty| &#reader.0.#field);)
-    });
-    // Spanned (and located) where the tool's own key parts are, so that a type that cannot
-    // be a key field is reported once, at the parameter.
-    let fields = plan.key_fields.iter().zip(&key.parts).map(|(field, (index, rest))| {
-        let root = &field.root;
-        let value = &values[*index];
-        let rest = rest.iter().map(|segment| Ident::new(segment, root.span()));
-        let krate = krate_at(plan, root.span());
-        quote_spanned!(root.span()=> #krate::__private::key_part(&#value #(.#rest)*))
-    });
-    let parts = scope_part(plan).into_iter().chain(fields);
+    let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, quote!(.0));
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
         (quote!(async), quote!(#krate::__private::status_async), quote!(.await))
     } else {
