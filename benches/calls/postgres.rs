@@ -8,7 +8,6 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use idem::idempotent;
 use idem::store::{AsyncStore, PgStore, RecordId, Reservation, Reserve};
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -17,32 +16,13 @@ use super::hand::{HandSchema, answer_existing, store_error};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
-    AMOUNT, Args, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, OTHER_AMOUNT, PERIOD, REQUEST_JSON, ToolError, body,
-    conflict, cycling, fresh, fresh_customers, in_progress, replayed, reserve_in_progress, timed_task,
+    AMOUNT, Args, AsyncTools, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, OTHER_AMOUNT, PERIOD, REQUEST_JSON,
+    ToolError, body, conflict, cycling, fresh, fresh_customers, idem_call, in_progress, replayed, reserve_in_progress,
+    timed_task,
 };
 
 /// Where the benches find a server; the same variable as the PostgreSQL tests.
 pub const URL_ENV: &str = "IDEM_TEST_DATABASE_URL";
-
-/// The bench tool with idem on PostgreSQL: the same attribute as `Tools`, on an async fn.
-pub struct PgTools {
-    pub store: PgStore,
-    pub effects: Arc<Effects>,
-}
-
-impl PgTools {
-    /// Create and send the invoice for one customer and billing period.
-    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store, namespace = "bench::send_invoice")]
-    pub async fn send_invoice(
-        &self,
-        customer: String,
-        period: String,
-        amount: f64,
-        memo: String,
-    ) -> Result<Invoice, ToolError> {
-        Ok(body(&self.effects, &customer, &period, amount, &memo))
-    }
-}
 
 /// The same tool by hand with tokio-postgres, one connection, statements prepared once:
 /// `send_invoice` answers a repeat with one SELECT; `send_invoice_new` is the first-call
@@ -162,10 +142,6 @@ impl HandPg {
     }
 }
 
-async fn idem_call(tools: Arc<PgTools>, a: Args) -> Result<Invoice, ToolError> {
-    tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
-}
-
 async fn hand_repeat(hand: Arc<HandPg>, a: Args) -> Result<Invoice, ToolError> {
     hand.send_invoice(a.customer, a.period, a.amount, a.memo).await
 }
@@ -208,7 +184,7 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
         (hands.map(Arc::new), admin, server)
     });
     report.postgres = Some(server);
-    let tools = Arc::new(PgTools { store, effects: Arc::default() });
+    let tools = Arc::new(AsyncTools::new(store));
     let [hand, like] = &hands;
     let store_name = "PostgreSQL";
 

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use idem::idempotent;
 use idem::store::RedisStore;
 use redis::aio::MultiplexedConnection;
 
@@ -14,32 +13,12 @@ use super::hand::{answer_existing, store_error};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
-    AMOUNT, Args, Check, Effects, Invoice, PERIOD, ToolError, body, cycling, fresh, fresh_customers, in_progress,
-    replayed, reserve_in_progress, timed_task,
+    AMOUNT, Args, AsyncTools, Check, Effects, Invoice, PERIOD, ToolError, body, cycling, fresh, fresh_customers,
+    idem_call, in_progress, replayed, reserve_in_progress, timed_task,
 };
 
 /// Where the benches find a server; the same variable as the Redis tests.
 pub const URL_ENV: &str = "IDEM_TEST_REDIS_URL";
-
-/// The bench tool with idem on Redis: the same attribute as `Tools`, on an async fn.
-pub struct RedisTools {
-    pub store: RedisStore,
-    pub effects: Arc<Effects>,
-}
-
-impl RedisTools {
-    /// Create and send the invoice for one customer and billing period.
-    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store, namespace = "bench::send_invoice")]
-    pub async fn send_invoice(
-        &self,
-        customer: String,
-        period: String,
-        amount: f64,
-        memo: String,
-    ) -> Result<Invoice, ToolError> {
-        Ok(body(&self.effects, &customer, &period, amount, &memo))
-    }
-}
 
 /// The same tool by hand with redis-rs on one multiplexed connection (driven by the
 /// caller's runtime, as hand-written code opens it): a repeat is one `HMGET`; a first call
@@ -115,10 +94,6 @@ impl HandRedis {
     }
 }
 
-async fn idem_call(tools: Arc<RedisTools>, a: Args) -> Result<Invoice, ToolError> {
-    tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
-}
-
 async fn hand_repeat(hand: Arc<HandRedis>, a: Args) -> Result<Invoice, ToolError> {
     hand.send_invoice(a.customer, a.period, a.amount, a.memo).await
 }
@@ -152,7 +127,7 @@ pub fn redis(settings: &Settings, report: &mut Report) {
         (Arc::new(hand), config.chunks(2).map(|pair| pair.join("=")).collect::<Vec<_>>().join(", "))
     });
     report.redis = Some(server);
-    let tools = Arc::new(RedisTools { store, effects: Arc::default() });
+    let tools = Arc::new(AsyncTools::new(store));
     let store_name = "Redis";
 
     let pair = compare(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use idem::store::Store;
+use idem::store::{AsyncStore, Store};
 use idem::store::{RecordId, Reservation, Reserve};
 use idem::{ErrorCode, idempotent};
 use serde::{Deserialize, Serialize};
@@ -132,6 +132,36 @@ impl<S: Store> Tools<S> {
     ) -> Result<Invoice, ToolError> {
         Ok(body(&self.effects, &customer, &period, amount, &memo))
     }
+}
+
+/// The tool with idem as an async tool, over any store: the PostgreSQL and Redis rows,
+/// whose stores wait on a network.
+pub struct AsyncTools<S> {
+    pub store: S,
+    pub effects: Arc<Effects>,
+}
+
+impl<S: AsyncStore + 'static> AsyncTools<S> {
+    pub fn new(store: S) -> Self {
+        AsyncTools { store, effects: Arc::default() }
+    }
+
+    /// Create and send the invoice for one customer and billing period.
+    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store, namespace = "bench::send_invoice")]
+    pub async fn send_invoice(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        Ok(body(&self.effects, &customer, &period, amount, &memo))
+    }
+}
+
+/// One call of the async tool, for [`timed_task`].
+pub async fn idem_call<S: AsyncStore + 'static>(tools: Arc<AsyncTools<S>>, a: Args) -> Result<Invoice, ToolError> {
+    tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
 }
 
 /// The budgeted tool's budget: a count no run reaches.
