@@ -5,6 +5,7 @@ use idem_runtime::approval::{self, DecideError, Request, State};
 use idem_runtime::store::{Admin, RecordId, rfc3339};
 use serde_json::json;
 
+use crate::keys;
 use crate::render::when;
 
 /// `idem approvals`: the requests waiting for a person, oldest first.
@@ -54,6 +55,14 @@ fn shown(request: &Request) {
     );
 }
 
+/// Where the approval of `namespace`'s action typed as `key` stands, found as records are
+/// (see [`keys::search`]): the key it is stored under, and its state.
+pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<Option<(String, State)>, String> {
+    keys::search(namespace, key, "approval request", |key| {
+        approval::blocking::state(store, RecordId { namespace, key }).map_err(|e| e.to_string())
+    })
+}
+
 /// `idem approve` (`approved`) or `idem decline`.
 pub(crate) fn decide(
     store: &dyn Admin,
@@ -62,8 +71,12 @@ pub(crate) fn decide(
     yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let id = RecordId { namespace, key };
-    let request = match approval::blocking::state(store, id).map_err(|e| e.to_string())? {
+    let (stored, state) = match find(store, namespace, key)? {
+        Some((stored, state)) => (stored, Some(state)),
+        None => (key.to_owned(), None),
+    };
+    let (key, id) = (stored.as_str(), RecordId { namespace, key: &stored });
+    let request = match state {
         Some(State::Pending(request)) => request,
         other => return Err(not_waiting(namespace, key, other)),
     };
@@ -90,18 +103,21 @@ pub(crate) fn decide(
     }
 }
 
-/// `idem reopen` of an action with no record and a declined approval.
+/// `idem reopen` of an action with no record, whose approval stands as `state` under `key`
+/// (as stored): a declined approval is reopened.
 pub(crate) fn reopen(
     store: &dyn Admin,
-    (namespace, key): (&str, &str),
+    (namespace, key, state): (&str, &str, State),
     (by, note): (Option<&str>, Option<&str>),
     yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
     let id = RecordId { namespace, key };
-    let (request, decision) = match approval::blocking::state(store, id).map_err(|e| e.to_string())? {
-        Some(State::Declined(request, decision)) => (request, decision),
-        other => return Err(format!("no record for {namespace} {key}, and {}", not_waiting(namespace, key, other))),
+    let (request, decision) = match state {
+        State::Declined(request, decision) => (request, decision),
+        other => {
+            return Err(format!("no record for {namespace} {key}, and {}", not_waiting(namespace, key, Some(other))));
+        }
     };
     let Some(by) = by else {
         return Err(format!(

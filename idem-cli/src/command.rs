@@ -85,14 +85,24 @@ pub(crate) fn run(
             Ok(())
         }
         Command::Reopen { namespace, key, by, note, yes } => {
-            // An action that never ran has no record: a declined approval may be what to reopen.
-            if keys::find(store, &namespace, &key).is_err()
-                && let Ok(Some(idem_runtime::approval::State::Declined(..))) =
-                    idem_runtime::approval::blocking::state(store, RecordId { namespace: &namespace, key: &key })
-            {
-                return approvals::reopen(store, (&namespace, &key), (by.as_deref(), note.as_deref()), yes, confirm);
+            let read = |key: &str| store.read(RecordId { namespace: &namespace, key }).map_err(|e| e.to_string());
+            if let Some((stored, record)) = keys::search(&namespace, &key, "record", read)? {
+                return reopen(store, (&namespace, stored, record), yes, confirm);
             }
-            reopen(store, (&namespace, &key), yes, confirm)
+            // An action that never ran has no record: a declined approval may be what to reopen.
+            match approvals::find(store, &namespace, &key)? {
+                Some((stored, state)) => approvals::reopen(
+                    store,
+                    (&namespace, &stored, state),
+                    (by.as_deref(), note.as_deref()),
+                    yes,
+                    confirm,
+                ),
+                None => Err(format!(
+                    "no record and no approval request for {namespace} {key} ({}); nothing changed",
+                    keys::looked_for(&key)
+                )),
+            }
         }
         Command::Approvals { namespace, scope } => approvals::list(store, namespace.as_deref(), scope.as_deref(), json),
         Command::Approve { namespace, key, by, note, yes } => {
@@ -169,12 +179,13 @@ fn shown(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Recor
 
 fn reopen(
     store: &dyn Admin,
-    (namespace, key): (&str, &str),
+    (namespace, key, record): (&str, String, Record),
     yes: bool,
     confirm: &mut dyn FnMut(&str) -> bool,
 ) -> Result<(), String> {
-    let (key, _) = shown(store, namespace, key)?;
-    let (key, id) = (key.as_str(), RecordId { namespace, key: &key });
+    let entry = ListedRecord::new(namespace, key, record);
+    say!("{}", render::detail(&entry));
+    let (key, id) = (entry.key.as_str(), RecordId { namespace, key: &entry.key });
     let question = format!(
         "Reopen {key}? Its result above is dropped, and the next call runs the tool's reconcile hook or answers \
          OUTCOME_UNKNOWN."

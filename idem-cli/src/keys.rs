@@ -46,37 +46,65 @@ pub(crate) fn encoded_forms(key: &str) -> Vec<String> {
         .collect()
 }
 
-/// The record of `namespace` under `key`, or else under exactly one of its encoded forms
-/// (said on stderr): its key as stored, and the record.
-pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
-    let read = |key: &str| store.read(RecordId { namespace, key }).map_err(|e| e.to_string());
-    if let Some(record) = read(key)? {
-        return Ok((key.to_owned(), record));
+/// What `read` finds under `key` as typed, or else under exactly one of its encoded forms
+/// (said on stderr): the key it was found under, and what was found. `Ok(None)` when
+/// nothing is under any of them; two or more finds are named, and none is chosen. `what`
+/// names the thing looked for in those messages ("record", "approval request").
+pub(crate) fn search<T>(
+    namespace: &str,
+    key: &str,
+    what: &str,
+    read: impl Fn(&str) -> Result<Option<T>, String>,
+) -> Result<Option<(String, T)>, String> {
+    if let Some(found) = read(key)? {
+        return Ok(Some((key.to_owned(), found)));
     }
     let mut found = Vec::new();
     for form in encoded_forms(key) {
-        if let Some(record) = read(&form)? {
-            found.push((form, record));
+        if let Some(thing) = read(&form)? {
+            found.push((form, thing));
         }
     }
     match found.len() {
-        0 => Err(format!("no record for {namespace} {key}")),
+        0 => Ok(None),
         1 => {
-            let (stored, record) = found.remove(0);
+            let (stored, thing) = found.remove(0);
             eprintln!(
-                "idem: no record under {key} as typed; using {stored}, the same key as idem stores it (reserved \
+                "idem: no {what} under {key} as typed; using {stored}, the same key as idem stores it (reserved \
                  characters percent-encoded)"
             );
-            Ok((stored, record))
+            Ok(Some((stored, thing)))
         }
         n => {
             let keys: Vec<&str> = found.iter().map(|(stored, _)| stored.as_str()).collect();
             Err(format!(
-                "no record for {namespace} {key} as typed, and {n} records under its percent-encoded forms: {}; give \
+                "no {what} for {namespace} {key} as typed, and {n} {what}s under its percent-encoded forms: {}; give \
                  the key as `idem list` shows it",
                 keys.join(", ")
             ))
         }
+    }
+}
+
+/// The record of `namespace` under `key`, or else under exactly one of its encoded forms
+/// (see [`search`]): its key as stored, and the record.
+pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
+    search(namespace, key, "record", |key| store.read(RecordId { namespace, key }).map_err(|e| e.to_string()))?
+        .ok_or_else(|| format!("no record for {namespace} {key} ({})", looked_for(key)))
+}
+
+/// Where [`search`] looked for `key`, for a message that says nothing was there.
+pub(crate) fn looked_for(key: &str) -> String {
+    const SHOWN: usize = 3;
+    let forms = encoded_forms(key);
+    let listed: Vec<&str> = forms.iter().take(SHOWN).map(String::as_str).collect();
+    match forms.len() {
+        0 => "looked under the key as typed, which has no character idem percent-encodes".to_owned(),
+        n if n <= SHOWN => format!("looked under the key as typed and as {}", listed.join(", ")),
+        n => format!(
+            "looked under the key as typed and under its {n} percent-encoded forms ({}, ...)",
+            listed.join(", ")
+        ),
     }
 }
 

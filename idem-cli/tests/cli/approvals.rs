@@ -97,3 +97,42 @@ fn an_operator_approves_and_declines_on_postgres() {
     decides(&shop, Path::new(&url), &["--schema", &schema]);
     super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
+
+/// An order typed with a space is stored percent-encoded (`refund:o%201`): approve, decline
+/// and reopen find its approval from the key as the tool's fields read, as show, resolve
+/// and reopen find records, and say which key they used; a key that names nothing says
+/// where it was looked for.
+#[test]
+fn decisions_find_an_approval_whose_key_is_stored_percent_encoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idem.db");
+    let shop = Shop { store: idem::SqliteStore::open(&db).unwrap() };
+    let run = |args: &[&str]| idem(&db, args, "");
+    assert_eq!(asked(&shop, "o 1"), ErrorCode::ApprovalRequired);
+    assert_eq!(asked(&shop, "o 2"), ErrorCode::ApprovalRequired);
+
+    let declined = run(&["decline", "shop::refund", "refund:o 1", "--by", "bob", "--yes"]);
+    assert!(declined.status.success(), "{}", text(&declined));
+    assert!(text(&declined).contains("using refund:o%201"), "{}", text(&declined));
+    assert_eq!(shop.refund("o 1".into(), 10).unwrap_err().code(), ErrorCode::Declined);
+
+    let reopened = run(&["reopen", "shop::refund", "refund:o 1", "--by", "carol", "--yes"]);
+    assert!(reopened.status.success(), "{}", text(&reopened));
+    assert!(text(&reopened).contains("no approval request under refund:o 1 as typed; using refund:o%201"));
+    assert_eq!(asked(&shop, "o 1"), ErrorCode::ApprovalRequired, "asked anew");
+
+    let approved = run(&["approve", "shop::refund", "refund:o 2", "--by", "alice", "--yes"]);
+    assert!(approved.status.success(), "{}", text(&approved));
+    assert_eq!(shop.refund("o 2".into(), 10).unwrap(), 10, "the next call runs it");
+
+    let missing = run(&["reopen", "shop::refund", "refund:o 9", "--by", "carol", "--yes"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        text(&missing).contains(
+            "no record and no approval request for shop::refund refund:o 9 (looked under the key as typed and as \
+             refund%3Ao 9, refund:o%209, refund%3Ao%209); nothing changed"
+        ),
+        "{}",
+        text(&missing)
+    );
+}
