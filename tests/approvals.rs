@@ -274,6 +274,45 @@ fn a_tenants_approval_never_runs_another_tenants_action() {
     assert!(waiting[0].key.starts_with(&idem::scope_prefix("beta")));
 }
 
+struct TenantBilling {
+    store: MemoryStore,
+    tenant: String,
+}
+
+impl TenantBilling {
+    /// Send an invoice.
+    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], scope = self.tenant,
+        approval = amount > 1000.0, namespace = "tests::tenant_invoice", store = self.store)]
+    fn send_invoice(&self, customer: String, period: String, amount: f64) -> Result<f64, idem::Error> {
+        Ok(amount)
+    }
+}
+
+/// What a person approving and a model reading see names the action in words: the doc
+/// line, the key's fields as they read (no percent-escapes) and the compared fields. A
+/// scope's hash is for operators: it stays in the request's key (what `idem approve` takes),
+/// never in a text or a message.
+#[test]
+fn texts_a_person_or_a_model_reads_name_the_action_without_the_scopes_hash() {
+    let billing = TenantBilling { store: MemoryStore::new(), tenant: "acme".into() };
+    let hash = idem::scope_prefix("acme");
+    let hash = hash.trim_end_matches('/');
+    let asked = billing.send_invoice("Zoë & Co".into(), "2026/10".into(), 2000.0).unwrap_err();
+    assert_eq!(asked.code(), ErrorCode::ApprovalRequired);
+    let request = asked.approval().unwrap();
+    assert_eq!(request.text, "Send an invoice. (invoice:zoë & co:2026/10, amount 2000.0)");
+    assert_eq!(request.key, format!("{hash}/invoice:zoë%20%26%20co:2026%2F10"), "the operator's key, as stored");
+    assert!(!asked.message().contains(hash) && !asked.message().contains('%'), "{asked}");
+
+    billing.send_invoice("c1".into(), "2026-10".into(), 120.0).unwrap();
+    let conflict = billing.send_invoice("c1".into(), "2026-10".into(), 150.0).unwrap_err();
+    assert_eq!(conflict.code(), ErrorCode::Conflict);
+    assert_eq!(
+        conflict.message(),
+        "send_invoice: invoice:c1:2026-10 was already requested with other values: amount was 120.0, now 150.0"
+    );
+}
+
 /// The request made, the process gone, a decision by another handle (an operator's), a
 /// new process: it runs once the approval is there, once.
 fn restart_between_request_and_approval<S: idem::store::Admin>(open: impl Fn() -> S, supplier: &str) {

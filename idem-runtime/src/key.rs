@@ -147,13 +147,59 @@ pub struct Key {
     text: Arc<str>,
     /// Length of the template's leading literal (`invoice:`), for [`Key::step`].
     lead: usize,
+    /// Length of the scope's prefix (its hash and `/`, see [`scope_prefix`]): 0 for an
+    /// unscoped tool's key.
+    scope: usize,
 }
 
 impl Key {
-    /// A key read back from where it was stored (a task id), to name in messages.
+    /// A key read back from where it was stored (a task id), to name in messages: scoped
+    /// when it starts as a scope's prefix does.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn stored(text: &str) -> Key {
-        Key { text: Arc::from(text), lead: 0 }
+        let scoped = text.as_bytes().get(..SCOPE_LEN).is_some_and(|prefix| {
+            prefix[SCOPE_LEN - 1] == b'/'
+                && prefix[..SCOPE_LEN - 1].iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        });
+        Key { text: Arc::from(text), lead: 0, scope: if scoped { SCOPE_LEN } else { 0 } }
+    }
+
+    /// The scope's prefix this key starts with (32 hex digits and `/`, see
+    /// [`scope_prefix`]), if its tool is scoped.
+    pub(crate) fn scope_prefix(&self) -> Option<&str> {
+        (self.scope > 0).then(|| &self.text[..self.scope])
+    }
+
+    /// The key as a person or a model reads it: without a scope's hash, each field's value
+    /// with its percent-escapes undone (`invoice:acme corp:2026/10` for the stored
+    /// `invoice:acme%20corp:2026%2F10`). Answers and approval texts name the action with
+    /// it; records, telemetry and the operator command keep the key as stored. A field kept
+    /// as a hash (`<email:hash>`) stays a hash.
+    pub(crate) fn readable(&self) -> Cow<'_, str> {
+        let text = &self.text[self.scope..];
+        if !text.contains('%') {
+            return Cow::Borrowed(text);
+        }
+        let mut bytes = Vec::with_capacity(text.len());
+        let mut rest = text.as_bytes();
+        while let Some((&byte, after)) = rest.split_first() {
+            let escaped = (byte == b'%')
+                .then(|| after.get(..2))
+                .flatten()
+                .and_then(|hex| std::str::from_utf8(hex).ok().and_then(|hex| u8::from_str_radix(hex, 16).ok()));
+            match escaped {
+                Some(decoded) => {
+                    bytes.push(decoded);
+                    rest = &after[2..];
+                }
+                None => {
+                    bytes.push(byte);
+                    rest = after;
+                }
+            }
+        }
+        // Escapes encode ASCII only, so the text stays UTF-8; lossy in case a stored key was not.
+        Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 
     /// The key text.
@@ -270,7 +316,8 @@ fn write_key(
         }
     }
     let lead = lead.unwrap_or(out.len());
-    Ok(Key { text: Arc::from(out.as_str()), lead })
+    let scope = if starts_scoped(template) { SCOPE_LEN } else { 0 };
+    Ok(Key { text: Arc::from(out.as_str()), lead, scope })
 }
 
 fn empty_field(tool_name: &str, field: &str, raw: &str) -> Error {
@@ -351,6 +398,15 @@ const UNRESERVED_BYTE: [bool; 256] = {
     table
 };
 
+/// How long a scope's prefix is: 32 hex digits and `/`.
+const SCOPE_LEN: usize = 33;
+
+/// Whether `template` is a scoped tool's: the macro puts the scope first, as a hashed field
+/// named `scope` and a `/`.
+fn starts_scoped(template: &[Segment]) -> bool {
+    matches!(template, [Segment::Field("scope", FieldMode { normalize: false, hash: true }), Segment::Literal("/"), ..])
+}
+
 /// The text every key of a scoped tool (`scope = expr`) starts with for the scope `scope`:
 /// 32 hex digits of the scope's SHA-256, then `/`. The scope is hashed exactly as given
 /// (not case folded or trimmed), so `Acme` and `acme` are two scopes. For operators: `idem
@@ -412,6 +468,31 @@ mod tests {
         let c = key(INVOICE, &[&"Ａｃｍｅ", &"2026-10"]).unwrap(); // fullwidth letters
         assert_eq!(a, b);
         assert_eq!(a, c);
+    }
+
+    #[test]
+    fn a_key_reads_without_its_scope_and_with_its_escapes_undone() {
+        let scoped: &[Segment] = &[
+            Segment::Field("scope", FieldMode { normalize: false, hash: true }),
+            Segment::Literal("/"),
+            Segment::Literal("invoice:"),
+            Segment::Field("customer", NORMAL),
+            Segment::Literal(":"),
+            Segment::Field("period", NORMAL),
+        ];
+        let key = build_key("send_invoice", scoped, &[&"tenant-a", &"Acme Corp", &"2026/10"]).unwrap();
+        assert_eq!(key.as_str(), format!("{}invoice:acme%20corp:2026%2F10", scope_prefix("tenant-a")));
+        assert_eq!(key.scope_prefix(), Some(scope_prefix("tenant-a").as_str()));
+        assert_eq!(key.readable(), "invoice:acme corp:2026/10");
+        assert_eq!(Key::stored(key.as_str()).readable(), "invoice:acme corp:2026/10", "read back from a record");
+
+        let plain = build_key("send_invoice", INVOICE, &[&"acme", &"2026-10"]).unwrap();
+        assert_eq!(plain.scope_prefix(), None);
+        assert!(matches!(plain.readable(), Cow::Borrowed("invoice:acme:2026-10")), "no copy when nothing is escaped");
+        let accented = build_key("send_invoice", INVOICE, &[&"Zoë & Co", &"100%"]).unwrap();
+        assert_eq!(accented.as_str(), "invoice:zoë%20%26%20co:100%25");
+        assert_eq!(accented.readable(), "invoice:zoë & co:100%");
+        assert_eq!(Key::stored("http-key%2").readable(), "http-key%2", "a stray % stays");
     }
 
     #[test]

@@ -17,9 +17,10 @@ use super::Tool;
 /// Every concurrent duplicate gets this answer, so it is put together without `format!`
 /// (whose formatting machinery cost as much as the rest of the answer).
 pub(crate) fn in_progress(tool: &Tool, key: &Key, running: Running) -> Error {
+    let key = key.readable();
     let message = match &running.progress {
-        Some(progress) => concat(&[tool.name, ": ", key, " is still in progress (", progress, ")"]),
-        None => concat(&[tool.name, ": ", key, " is still in progress"]),
+        Some(progress) => concat(&[tool.name, ": ", &key, " is still in progress (", progress, ")"]),
+        None => concat(&[tool.name, ": ", &key, " is still in progress"]),
     };
     let wait = wait_text(running.retry_after);
     Error::new(ErrorCode::InProgress, message)
@@ -30,7 +31,7 @@ pub(crate) fn in_progress(tool: &Tool, key: &Key, running: Running) -> Error {
 /// A repeat whose compared fields differ from the first call's: each differing field is
 /// named with both values.
 pub(crate) fn conflict(tool: &Tool, key: &Key, differing: Vec<FieldDifference>) -> Error {
-    let mut message = concat(&[tool.name, ": ", key, " was already requested with other values: "]);
+    let mut message = concat(&[tool.name, ": ", &key.readable(), " was already requested with other values: "]);
     for (i, d) in differing.iter().enumerate() {
         let separator = if i == 0 { "" } else { "; " };
         message.extend([separator, &d.field, " was ", &d.stored_text, ", now ", &d.requested_text]);
@@ -137,16 +138,43 @@ fn store_unavailable(tool: &Tool, error: &StoreError) -> Error {
     .with_suggestion("retry in a moment")
 }
 
+/// OUTCOME_UNKNOWN for a call that found `key`'s first call abandoned (its lease ended)
+/// and no reconcile hook. Nothing takes such a key over, so that first call, if it was only
+/// paused (a stopped process, a pause past its lease), may still finish and record its
+/// result: the answer says so, and every later call and `<fn>_status` then read it.
 pub(crate) fn unknown(tool: &Tool, key: &Key) -> Error {
     Error::new(
         ErrorCode::OutcomeUnknown,
         format!(
-            "{}: an earlier call for {key} stopped before it finished (crash, panic or cancellation); it may or may not have happened",
-            tool.name
+            "{}: an earlier call for {} stopped renewing its reservation before it finished (a crash, a panic, a \
+             cancellation, or a process paused past its lease); it may or may not have happened, and a call that was \
+             only paused may still finish and record its result",
+            tool.name,
+            key.readable()
         ),
     )
     .with_suggestion(format!(
-        "do not call {} again blindly; check with the provider or a person, or call {}",
+        "do not call {} again blindly: call {} later, which shows a result recorded late, and check with the provider \
+         or a person",
+        tool.name, tool.status_fn
+    ))
+}
+
+/// OUTCOME_UNKNOWN once reconciling `key` did not settle it (the reconcile hook could not
+/// tell, or its answer could not be recorded). The key was taken over, so the first call
+/// can no longer record a result: only a later reconcile or a person settles it.
+pub(crate) fn unknown_after_reconcile(tool: &Tool, key: &Key) -> Error {
+    Error::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "{}: an earlier call for {} stopped before it finished, and reconciling it could not tell whether it \
+             happened; it may or may not have happened",
+            tool.name,
+            key.readable()
+        ),
+    )
+    .with_suggestion(format!(
+        "do not call {} again blindly; check with the provider or a person, or call {} later",
         tool.name, tool.status_fn
     ))
 }
@@ -167,7 +195,7 @@ pub(crate) fn unreadable(tool: &Tool, key: &Key, what: &str, error: &serde_json:
 /// so without it no call answers TIMEOUT.
 #[cfg(feature = "tokio")]
 pub(crate) fn timed_out(tool: &Tool, key: Option<&Key>, after: Duration) -> Error {
-    let key = key.map_or_else(String::new, |key| format!(" for {key}"));
+    let key = key.map_or_else(String::new, |key| format!(" for {}", key.readable()));
     let retry_after = retry_after(after, tool.lease, None);
     let wait = wait_text(retry_after);
     Error::new(

@@ -190,8 +190,10 @@ pub(crate) fn required(tool: &Tool, key: &Key, asked: &Request) -> Error {
     Error::new(
         ErrorCode::ApprovalRequired,
         format!(
-            "{}: {key} needs a person's approval, which was asked for: {}; nothing was done",
-            tool.name, asked.text
+            "{}: {} needs a person's approval, which was asked for: {}; nothing was done",
+            tool.name,
+            key.readable(),
+            asked.text
         ),
     )
     .with_suggestion(format!(
@@ -210,8 +212,9 @@ pub(crate) fn declined(tool: &Tool, key: &Key, asked: &Request, decision: &Decis
     Error::new(
         ErrorCode::Declined,
         format!(
-            "{}: {key} was declined by {} at {}{why}; nothing was done",
+            "{}: {} was declined by {} at {}{why}; nothing was done",
             tool.name,
+            key.readable(),
             decision.by,
             crate::store::rfc3339(decision.at_ms)
         ),
@@ -224,8 +227,9 @@ pub(crate) fn expired(tool: &Tool, key: &Key, asked: &Request) -> Error {
     Error::new(
         ErrorCode::ApprovalExpired,
         format!(
-            "{}: the approval request for {key} expired at {} without a decision; nothing was done",
+            "{}: the approval request for {} expired at {} without a decision; nothing was done",
             tool.name,
+            key.readable(),
             crate::store::rfc3339(asked.expires_at_ms)
         ),
     )

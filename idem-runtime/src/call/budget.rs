@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::budget::Budget;
 use crate::error::{Error, ErrorCode, OverBudget};
-use crate::key::{Key, Segment};
+use crate::key::Key;
 use crate::store::budget::{BudgetWindow, Charge, UNIT, units};
 use crate::store::rfc3339;
 
@@ -31,24 +31,17 @@ pub(crate) fn amount(tool: &Tool, budget: &Budget, request: &str) -> Result<i64,
     }
 }
 
-/// The charge of a call of `tool` under `key` for `amount` (see [`amount`]); `past_limit`
-/// for a call a person approved over budget.
-pub(crate) fn charge<'a>(tool: &Tool, budget: &'a Budget, key: &'a Key, amount: i64, past_limit: bool) -> Charge<'a> {
+/// The charge of a call under `key` for `amount` (see [`amount`]); `past_limit` for a call
+/// a person approved over budget.
+pub(crate) fn charge<'a>(budget: &'a Budget, key: &'a Key, amount: i64, past_limit: bool) -> Charge<'a> {
     Charge {
         budget: budget.name(),
-        scope: scope_of(tool, key),
+        // A scoped tool's budget counts per scope.
+        scope: key.scope_prefix().unwrap_or(""),
         window_ms: budget.window_ms(),
         limit: budget.limit_millionths(),
         amount,
         past_limit,
-    }
-}
-
-/// A scoped tool's keys start with their scope's prefix: its budget counts per scope.
-fn scope_of<'k>(tool: &Tool, key: &'k Key) -> &'k str {
-    match tool.template.first() {
-        Some(Segment::Field("scope", mode)) if mode.hash => key.as_str().get(..33).unwrap_or(""),
-        _ => "",
     }
 }
 
@@ -84,8 +77,9 @@ pub(crate) fn exceeded(tool: &Tool, (key, request): (&Key, &str), window: &Budge
     Error::new(
         ErrorCode::BudgetExceeded,
         format!(
-            "{}: {key} was not run: the budget {} has used {} of {} in the window that ends at {resets}{needed}",
+            "{}: {} was not run: the budget {} has used {} of {} in the window that ends at {resets}{needed}",
             tool.name,
+            key.readable(),
             window.budget,
             units(window.used),
             units(window.allowed()),

@@ -17,7 +17,7 @@ use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
 use crate::store::{Completion, RecordId, Reservation, Reserve, StoreError, Token};
 
-use super::answers::{store_failed, unknown, unreadable};
+use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
 use super::approval::{Gate, gate};
 use super::decide::{Answer, Step, decide};
 use super::driven::Driven;
@@ -98,7 +98,7 @@ where
     {
         let action = match asks.clone().or(described) {
             Some(text) => text,
-            None => super::default_approval_text(tool, key.as_str(), &request),
+            None => super::default_approval_text(tool, &key.readable(), &request),
         };
         let text = super::budget::over_budget_text(&action, window);
         reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), store).await {
@@ -206,7 +206,7 @@ async fn reserve<S: Driven>(
         None => store.reserve(reserve).await,
         Some(policy) => {
             let past_limit = approved && policy.over_budget_asks;
-            store.reserve_charged(reserve, super::budget::charge(tool, policy.budget, key, amount, past_limit)).await
+            store.reserve_charged(reserve, super::budget::charge(policy.budget, key, amount, past_limit)).await
         }
     }
 }
@@ -298,7 +298,7 @@ where
         Reconciled::Done(value) => {
             let Ok(json) = recordable(tool, &key, "the reconcile hook's result", &value) else {
                 kept_abandoned(tool, &key, store.abandon(id, token).await);
-                return Err((Outcome::Unknown, Answer::Error(unknown(tool, &key))));
+                return Err((Outcome::Unknown, Answer::Error(unknown_after_reconcile(tool, &key))));
             };
             if let Err(error) = store.complete(id, token, Completion::Success(&json), tool.retain).await {
                 tracing::error!(
@@ -312,7 +312,7 @@ where
             if let Err(error) = store.abandon(id, token).await {
                 tracing::error!(target: "idem", tool = tool.name, key = %TelemetryKey::of(&key), %error, "could not mark the key abandoned again");
             }
-            Err((Outcome::Unknown, Answer::Error(unknown(tool, &key))))
+            Err((Outcome::Unknown, Answer::Error(unknown_after_reconcile(tool, &key))))
         }
     }
 }

@@ -21,6 +21,7 @@ mod serving;
 mod tests;
 mod timeout;
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -144,8 +145,8 @@ impl Call {
     /// `text`, or with the tool's summary, the key and the compared fields when `None`.
     pub fn asking(mut self, text: Option<String>) -> Call {
         let text = text.unwrap_or_else(|| {
-            let key = self.key.as_ref().map_or("", |key| key.as_str());
-            default_approval_text(self.tool, key, self.request.as_deref().unwrap_or("{}"))
+            let key = self.key.as_ref().map_or(Cow::Borrowed(""), Key::readable);
+            default_approval_text(self.tool, &key, self.request.as_deref().unwrap_or("{}"))
         });
         self.asks = Some(text);
         self
@@ -153,15 +154,38 @@ impl Call {
 }
 
 /// What a person is asked to approve when the tool gives no `approval_text`: its summary,
-/// the key and the compared fields.
+/// the key as a person reads it (see [`Key::readable`]: no scope's hash, no escapes) and
+/// the compared fields in words (`amount 2000.0`).
 fn default_approval_text(tool: &Tool, key: &str, fields: &str) -> String {
     let summary = tool.approval.map_or("", |policy| policy.summary);
-    match (summary.is_empty(), fields == "{}") {
+    let fields = fields_in_words(fields);
+    match (summary.is_empty(), fields.is_empty()) {
         (true, true) => format!("{} {key}", tool.name),
         (true, false) => format!("{} {key} with {fields}", tool.name),
         (false, true) => format!("{summary} ({key})"),
         (false, false) => format!("{summary} ({key}, {fields})"),
     }
+}
+
+/// Compared fields (a request's canonical JSON object) as a person reads them: each name
+/// and its value, a string without its quotes (`amount 2000.0, currency EUR`).
+fn fields_in_words(fields: &str) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(fields) else {
+        return fields.to_owned();
+    };
+    let mut words = String::new();
+    for (name, value) in &fields {
+        if !words.is_empty() {
+            words.push_str(", ");
+        }
+        words.push_str(name);
+        words.push(' ');
+        match value {
+            serde_json::Value::String(text) => words.push_str(text),
+            other => words.push_str(&other.to_string()),
+        }
+    }
+    words
 }
 
 impl Call {
