@@ -210,7 +210,7 @@
 //! | completed earlier, same compared fields | the first result, exactly as stored; marked `"replayed": true` only where a model reads JSON or the type asks ([Return types](#return-types)) | | |
 //! | completed earlier or still running, compared fields differ | [`CONFLICT`](ErrorCode::Conflict), naming each field with its stored and requested value | no | ask the user before changing or adding |
 //! | first call still running | [`IN_PROGRESS`](ErrorCode::InProgress), with `retry_after_ms`, the call's start (`since_ms`) and the body's last `progress` message | no | call `<fn>_status` in `retry_after_ms` |
-//! | first call abandoned (panic, dropped future, crash) and its lease ended | the `reconcile` hook's answer; without a hook [`OUTCOME_UNKNOWN`](ErrorCode::OutcomeUnknown) | no | check with the provider or a person; never re-run blindly |
+//! | first call abandoned (panic, dropped future, crash, or a process paused) and its lease ended | the `reconcile` hook's answer; without a hook [`OUTCOME_UNKNOWN`](ErrorCode::OutcomeUnknown), which says that a paused first call may still record its result | no | call `<fn>_status` later, check with the provider or a person; never re-run blindly |
 //! | `timeout` passed before the body finished | [`TIMEOUT`](ErrorCode::Timeout), with `retry_after_ms`; the body goes on and completes the key | no | call `<fn>_status` in `retry_after_ms` |
 //! | store unreachable or failing | [`STORE_UNAVAILABLE`](ErrorCode::StoreUnavailable); the body does not run | yes | retry in a moment |
 //! | key field empty after normalization (or an empty `scope`) | [`INVALID_KEY`](ErrorCode::InvalidKey); the body does not run | no | |
@@ -252,11 +252,20 @@
 //! **Crashes.** A panic, a dropped future (a caller's timeout cancels an async body at its
 //! next await) or a killed process leaves the key reserved, because the action may have
 //! happened: repeats get `IN_PROGRESS` until the lease ends (nothing renews it any more).
-//! Then one caller takes the reservation over (a new, larger fencing token) and asks the
-//! `reconcile` hook; without a hook the answer is `OUTCOME_UNKNOWN`. Never a blind re-run:
-//! that would turn a crash into a duplicate. A call that finishes after its reservation was
-//! taken over cannot complete, release or change the new holder's record (its completion is
-//! fenced and logged), and its own caller still gets what its body returned.
+//! Then, for a tool with a `reconcile` hook, one caller takes the reservation over (a new,
+//! larger fencing token) and asks the hook. Never a blind re-run: that would turn a crash
+//! into a duplicate.
+//!
+//! **Without a hook nothing takes the key over.** Every caller gets `OUTCOME_UNKNOWN` and
+//! `<fn>_status` reads `unknown`, and the reservation stays the first call's. A first call
+//! that was not dead but paused (a stopped process, a pause longer than its lease) may
+//! still finish: its renewal makes the lease live again and its completion lands, and from
+//! then on every call replays its result and `<fn>_status` reads `completed`. The effect did
+//! happen, so its result is the truth; that is why `OUTCOME_UNKNOWN` suggests calling
+//! `<fn>_status` later. A late completion is refused (fenced and logged, and its own caller
+//! still gets what its body returned) only once someone else settled the key: a `reconcile`
+//! hook's take-over, or an operator's `idem resolve`. Once a hook has taken the key over,
+//! the first call can no longer record anything.
 //!
 //! **The `reconcile` hook** gets an [`Abandoned`] (the call's key, its stored compared fields
 //! and its start) and asks the provider what happened, for instance by looking up the
@@ -301,7 +310,8 @@
 //!
 //! **Status.** `<fn>_status` returns a [`Status`]: `NotFound`, `InProgress` (with its start,
 //! lease end, progress message and retry hint), `Completed(result)`, `Failed` (a kept
-//! error) or `Unknown` (abandoned); serialized for a model as `{"status": "completed",
+//! error) or `Unknown` (abandoned: it becomes `Completed` if that call was only paused and
+//! finishes); serialized for a model as `{"status": "completed",
 //! "result": ...}`, `{"status": "in_progress", ...}`, `{"status": "not_found"}`, ...
 //!
 //! ## Slow calls
@@ -460,7 +470,7 @@
 //! one invoice and one e-mail:
 //!
 //! ```sh
-//! cargo run -p idem-examples --features http --example provider_keys
+//! cargo run -p idem-examples --features http --bin provider_keys
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]

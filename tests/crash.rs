@@ -332,6 +332,8 @@ impl Point {
 /// A child's instructions.
 struct ChildPlan {
     stop: Option<Point>,
+    /// Where the child waits for its stdin to close, then goes on (mode `hold-POINT`).
+    hold: Option<Point>,
     pause: Duration,
 }
 
@@ -363,12 +365,17 @@ fn checkpoint(point: Point) {
         marker("stop");
         block();
     }
+    if plan.hold == Some(point) {
+        marker("held");
+        wait_for_stdin_to_close();
+    }
     std::thread::sleep(plan.pause);
 }
 
 /// The child: `<dir> <tool> <order> <mode> <pause µs>`, where mode is a stop point,
-/// `none` (run on, to be killed after a delay) or `race` (call once when stdin closes and
-/// report the outcome).
+/// `hold-` and a point (wait there until stdin closes, then finish the call), `none` (run
+/// on, to be killed after a delay) or `race` (call once when stdin closes and report the
+/// outcome).
 #[test]
 #[ignore = "a child process of `sigkill_at_varied_points_leaves_one_charge_per_key`"]
 fn crash_child() {
@@ -377,7 +384,8 @@ fn crash_child() {
     let [dir, tool, order, mode, pause] = parts[..] else { panic!("bad child spec {spec:?}") };
     DIR.set(PathBuf::from(dir)).unwrap();
     let tool = Tool::parse(tool);
-    let plan = ChildPlan { stop: Point::parse(mode), pause: Duration::from_micros(pause.parse().unwrap()) };
+    let hold = mode.strip_prefix("hold-").and_then(Point::parse);
+    let plan = ChildPlan { stop: Point::parse(mode), hold, pause: Duration::from_micros(pause.parse().unwrap()) };
     CHILD.set(plan).ok().unwrap();
     LazyLock::force(&STORE);
     if mode == "race" {
@@ -777,12 +785,23 @@ fn race(dir: &Path, tool: Tool, order: &str) -> Vec<(Result<Charge, idem::Error>
     answers
 }
 
+/// The parent tests' directory (the store and the ledger), made once per process: both
+/// parents share it, each on keys of its own.
+fn parent_dir() -> &'static Path {
+    static MADE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let made = MADE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        DIR.set(dir.path().to_owned()).expect("the parent sets the directory");
+        create_ledger();
+        LazyLock::force(&STORE);
+        dir
+    });
+    made.path()
+}
+
 #[test]
 fn sigkill_at_varied_points_leaves_one_charge_per_key() {
-    let dir = tempfile::tempdir().unwrap();
-    DIR.set(dir.path().to_owned()).expect("one parent test per binary");
-    create_ledger();
-    LazyLock::force(&STORE);
+    let dir = parent_dir();
 
     let seed = std::env::var(SEED_ENV).ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| now_ms() as u64);
     eprintln!("crash trials: seed {seed} (set {SEED_ENV} to replay the random delays)");
@@ -793,7 +812,7 @@ fn sigkill_at_varied_points_leaves_one_charge_per_key() {
         for _ in 0..WORKERS {
             scope.spawn(|| {
                 while let Some(trial) = trials.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    let report = run_trial(dir.path(), trial);
+                    let report = run_trial(dir, trial);
                     reports.lock().unwrap().push(report);
                 }
             });
@@ -814,10 +833,13 @@ fn sigkill_at_varied_points_leaves_one_charge_per_key() {
         let requests = count("SELECT count(*) FROM requests WHERE idempotency_key = ?1", &key);
         assert_eq!(requests, 1, "{key}: requests sent");
     }
+    // The frozen holder's test shares the ledger; its charge is its own.
     let total: i64 = conn
-        .query_row("SELECT (SELECT count(*) FROM dedup_charges) + (SELECT count(*) FROM plain_charges)", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT (SELECT count(*) FROM dedup_charges) + (SELECT count(*) FROM plain_charges WHERE order_id NOT LIKE 'frozen-%')",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     let hooked = trials.iter().filter(|t| t.tool != Tool::Unhooked).count();
     let unhooked_charged =
@@ -850,4 +872,48 @@ fn summarize(reports: &[TrialReport]) {
     for (line, n) in lines {
         eprintln!("  {n:>3} x {line}");
     }
+}
+
+/// A holder that is not dead but frozen (a stopped process, a pause longer than its lease)
+/// without a reconcile hook: while it is frozen callers get OUTCOME_UNKNOWN, which says the
+/// outcome may still become known, and the status reads `unknown`; nobody takes the key
+/// over, so when the holder resumes its completion lands, and every later call replays the
+/// one charge it made.
+#[test]
+fn a_holder_frozen_past_its_lease_without_a_hook_records_its_late_result() {
+    let dir = parent_dir();
+    let (tool, order) = (Tool::Unhooked, "frozen-1");
+    let key = format!("charge:{order}");
+    let signal = |pid: u32, signal: &str| {
+        let sent = Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+        assert!(sent.success(), "kill {signal} {pid}");
+    };
+    let mut child = Child::spawn(dir, tool, order, "hold-sent", Duration::ZERO);
+    child.wait_for("held");
+    let sent = charges(tool.provider(), &key);
+    assert_eq!(sent.len(), 1, "the frozen call sent its charge");
+    let pid = child.process.id();
+    signal(pid, "-STOP");
+    wait_until_unknown(tool, order);
+
+    let (answer, outcome) = tool.observe(order, AMOUNT);
+    assert_eq!(outcome, Outcome::Unknown, "{answer:?}");
+    let error = answer.unwrap_err();
+    assert_eq!(error.code(), ErrorCode::OutcomeUnknown);
+    assert!(error.message().contains("may still finish and record its result"), "{error}");
+    let suggestion = error.suggestion().unwrap_or_default();
+    assert!(suggestion.contains("charge_unhooked_status") && suggestion.contains("later"), "{suggestion}");
+    assert!(matches!(tool.status(order), Status::Unknown { .. }));
+    assert_eq!(charges(tool.provider(), &key), sent, "nothing ran while it was frozen");
+
+    child.release();
+    signal(pid, "-CONT");
+    child.wait_for("idle");
+    let (again, outcome) = tool.observe(order, AMOUNT);
+    assert_eq!(outcome, Outcome::Replayed, "the late completion landed: {again:?}");
+    assert_eq!(again.unwrap().id, sent[0].id);
+    let Status::Completed(status) = tool.status(order) else { panic!("{order}: not completed") };
+    assert_eq!(status.id, sent[0].id);
+    assert_eq!(charges(tool.provider(), &key), sent, "one charge in all");
+    child.kill();
 }

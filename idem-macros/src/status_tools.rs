@@ -248,7 +248,7 @@ fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<Imp
 /// every name.
 fn description(tool: &Ident, plan: &Plan) -> String {
     let what = format!(
-        "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call was abandoned). \
+        "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). \
          Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
     );
     let never = "It never runs or repeats the action.";

@@ -46,8 +46,10 @@ pub enum Status<T> {
     Completed(T),
     /// The action failed with an error that the tool keeps as final (`on_error = keep`).
     Failed(serde_json::Value),
-    /// A call started and never finished (crash, panic, cancellation) and its lease ended:
-    /// whether the action happened is unknown. Check with the provider or a person.
+    /// A call started and stopped renewing its lease before it finished (a crash, a panic,
+    /// a cancellation, or a process paused past its lease): whether the action happened is
+    /// unknown. Check with the provider or a person, and read the status again later: a
+    /// call that was only paused may still finish, and the status then reads `Completed`.
     Unknown {
         /// When the abandoned call started.
         since_ms: i64,

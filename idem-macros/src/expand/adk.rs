@@ -76,7 +76,8 @@ pub(super) fn status_tool(
     let status_struct = Ident::new(&adk_struct_name(&status_name), Span::call_site());
     let doc = format!(
         "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed (with its \
-         result), failed, or unknown (a call was abandoned). Never reserves or runs anything; call it when a \
+         result), failed, or unknown (a call stopped before it finished; it may still record its result, so check \
+         again later). Never reserves or runs anything; call it when a \
          call's outcome is unknown, e.g. after a timeout."
     );
     let (ctx, args) = (Ident::new("__idem_ctx", Span::mixed_site()), Ident::new("__idem_args", Span::mixed_site()));

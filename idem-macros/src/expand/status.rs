@@ -71,7 +71,8 @@ pub(super) fn status_fn(
     let tool_name = sig.ident.to_string();
     let doc = format!(
         " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-         (with its result), failed, or unknown (a call was abandoned). Never reserves or runs anything; \
+         (with its result), failed, or unknown (a call stopped before it finished; it may still record \
+         its result, so check again later). Never reserves or runs anything; \
          call it when a call's outcome is unknown, e.g. after a timeout."
     );
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
