@@ -1,6 +1,6 @@
 //! An ADK-Rust agent's tool call times out and the model retries it with a new function call id.
 //!
-//! `cargo run -p idem-examples --features adk --example adk_agent`
+//! `cargo run -p idem-examples --features adk --bin adk_agent`
 //!
 //! No model service is reachable here, and ADK's `MockLlm` (adk-model) answers every turn with
 //! the same responses, so the model is a script of function calls. Each call goes through

@@ -7,7 +7,7 @@
 //! repeat replays. A second payment is declined, and stays declined.
 //!
 //! ```sh
-//! cargo run -p idem-examples --example approvals
+//! cargo run -p idem-examples --bin approvals
 //! ```
 
 use std::sync::Mutex;

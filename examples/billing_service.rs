@@ -3,8 +3,8 @@
 //! scoped per caller.
 //!
 //! ```sh
-//! cargo run --example billing_service --features http              # an agent's retries, played out
-//! cargo run --example billing_service --features http -- --serve   # serve on 127.0.0.1:3000
+//! cargo run --bin billing_service --features http              # an agent's retries, played out
+//! cargo run --bin billing_service --features http -- --serve   # serve on 127.0.0.1:3000
 //! ```
 //!
 //! With `--serve`, try it with curl:

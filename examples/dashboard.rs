@@ -4,7 +4,7 @@
 //! then calls per outcome and the replay rate.
 //!
 //! ```sh
-//! cargo run --example dashboard --features metrics
+//! cargo run --bin dashboard --features metrics
 //! ```
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,14 +3,14 @@
 //! whose slow `export_ledger` answers as an MCP task (SEP-2663) keyed by the month.
 //!
 //! ```sh
-//! cargo run --features rmcp --example mcp_server             # speaks MCP on stdin/stdout
-//! cargo run --features rmcp --example mcp_server -- --demo   # plays a model's retries through rmcp's client
+//! cargo run --features rmcp --bin mcp_server             # speaks MCP on stdin/stdout
+//! cargo run --features rmcp --bin mcp_server -- --demo   # plays a model's retries through rmcp's client
 //! ```
 //!
 //! Any MCP client can start it, e.g. with the MCP Inspector
-//! (`npx @modelcontextprotocol/inspector cargo run --quiet --features rmcp --example mcp_server`)
+//! (`npx @modelcontextprotocol/inspector cargo run --quiet --features rmcp --bin mcp_server`)
 //! or in a client's server list as the command `cargo` with the arguments
-//! `run --quiet --manifest-path /path/to/idem/Cargo.toml --features rmcp --example mcp_server`.
+//! `run --quiet --manifest-path /path/to/idem/Cargo.toml --features rmcp --bin mcp_server`.
 //! Keys are kept in the SQLite file `IDEM_DB`, else in the default store's file
 //! (`idem::default_store_path()`, in the user's data directory), never in whatever working
 //! directory the client started the server from, so a retry after a restart of the server

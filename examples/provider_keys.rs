@@ -3,7 +3,7 @@
 //! provider enforces "once" too, even where idem's own record is gone.
 //!
 //! ```sh
-//! cargo run --example provider_keys --features http
+//! cargo run --bin provider_keys --features http
 //! ```
 //!
 //! The provider is a small HTTP stand-in that this example starts on 127.0.0.1. Like

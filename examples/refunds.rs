@@ -8,7 +8,7 @@
 //! a note (`idem raise refunds 1 --scope acme --by ops --note ...` from a shell).
 //!
 //! ```sh
-//! cargo run -p idem-examples --example refunds
+//! cargo run -p idem-examples --bin refunds
 //! ```
 
 use std::sync::{Arc, Mutex};

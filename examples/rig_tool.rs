@@ -1,7 +1,7 @@
 //! A rig tool that is safe to retry, and its status function as a second rig tool.
 //!
 //! ```sh
-//! cargo run --features rig --example rig_tool
+//! cargo run --features rig --bin rig_tool
 //! ```
 //!
 //! `#[idempotent]` goes above `#[rig_tool]`: the tool keeps its signature (rig reads it),

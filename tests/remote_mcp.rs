@@ -1,8 +1,12 @@
 //! A remote MCP server as users deploy one: `examples/remote_mcp` workers (separate
 //! processes) serving rmcp's streamable HTTP behind an authentication layer, one store
 //! they share, rmcp's own streamable HTTP client. The store is PostgreSQL when
-//! IDEM_TEST_DATABASE_URL is set (as under CI), else one SQLite file; effects are lines
-//! the workers append to one file, counted here.
+//! IDEM_TEST_DATABASE_URL is set (as under CI) and the `postgres` feature is on, else one
+//! SQLite file; effects are lines the workers append to one file, counted here.
+//!
+//! A worker is this test binary run again (the ignored test `remote_mcp_worker`), serving
+//! the example's own `worker::serve`: the test runs what its own build made, however it is
+//! run (`cargo test -p idem-tools --features rmcp --test remote_mcp` alone too).
 
 #[path = "../examples/remote_mcp/billing.rs"]
 #[allow(dead_code)]
@@ -13,8 +17,10 @@ mod cluster;
 mod postgres;
 #[path = "../examples/remote_mcp/proxy.rs"]
 mod proxy;
+#[path = "../examples/remote_mcp/worker.rs"]
+mod worker;
 
-use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,7 +66,7 @@ impl Cluster {
         let dir = tempfile::tempdir().unwrap();
         let effects = Effects { path: dir.path().join("effects.log") };
         let (db, schema, on_pg) = match std::env::var("IDEM_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => (url, postgres::fresh_schema("remote"), true),
+            Ok(url) if !url.is_empty() && cfg!(feature = "postgres") => (url, postgres::fresh_schema("remote"), true),
             _ => {
                 eprintln!("{test}: on one SQLite file (IDEM_TEST_DATABASE_URL is not set)");
                 (dir.path().join("idem.db").display().to_string(), "idem".to_owned(), false)
@@ -68,7 +74,7 @@ impl Cluster {
         };
         let (effects_path, page) = (effects.path.display().to_string(), page_ms.to_string());
         let args = ["--db", &db, "--schema", &schema, "--effects", &effects_path, "--page-ms", &page];
-        let workers = (0..2).map(|_| Worker::start(&example("remote_mcp"), &args).unwrap()).collect();
+        let workers = (0..2).map(|_| Worker::start(&mut worker_process(&args)).unwrap()).collect();
         Cluster { workers, effects, schema: on_pg.then_some((db, schema)), _dir: dir }
     }
 
@@ -89,19 +95,24 @@ impl Cluster {
     }
 }
 
-/// The example's binary (of the idem-examples package), which the whole suite (`cargo test
-/// --workspace --all-features`) builds; alone, this test needs `cargo build -p idem-examples
-/// --features rmcp,postgres --example remote_mcp` first.
-fn example(name: &str) -> PathBuf {
-    let deps = std::env::current_exe().unwrap();
-    let path = deps.parent().and_then(|dir| dir.parent()).unwrap().join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run the whole suite (cargo test --workspace --all-features), or first \
-         cargo build -p idem-examples --features rmcp,postgres --example {name}",
-        path.display()
-    );
-    path
+/// Where a worker process finds its arguments.
+const WORKER_ARGS: &str = "IDEM_TEST_REMOTE_MCP_WORKER";
+
+/// A worker: this binary run again as `remote_mcp_worker`, which serves `args`.
+fn worker_process(args: &[&str]) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(["remote_mcp_worker", "--exact", "--ignored", "--nocapture", "--test-threads=1"]);
+    command.env(WORKER_ARGS, args.join("\n"));
+    command
+}
+
+/// A worker process's body: the example's `serve`, until the test stops it.
+#[test]
+#[ignore = "a worker process of this file's tests"]
+fn remote_mcp_worker() {
+    let args: Vec<String> = std::env::var(WORKER_ARGS).expect("run by a test").split('\n').map(str::to_owned).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(worker::serve(&args)).unwrap();
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResponse {
@@ -357,13 +368,4 @@ async fn a_request_without_a_principal_is_refused_before_anything_is_reserved() 
     assert!(listed.is_empty(), "nothing reserved: {listed:?}");
     assert!(effects.lines().is_empty());
     client.cancel().await.unwrap();
-}
-
-#[test]
-fn the_demo_runs_two_workers_behind_one_address() {
-    let output = std::process::Command::new(example("remote_mcp")).output().expect("the example is built");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("refused"), "beta cannot read acme's task:\n{stdout}");
-    assert_eq!(stdout.lines().last(), Some("effects: 3 invoices (acme c1, acme c2, beta c1), 1 export"), "{stdout}");
 }

@@ -5,7 +5,7 @@
 //! Part 2: the same tool with `#[idempotent]`; the model checks the status tool, one invoice.
 //! Part 3: the five ways agent stacks repeat a call; one invoice per period.
 //!
-//! `cargo run -p idem-examples --example invoicing`. `IDEM_DEMO_DELAY_MS` and
+//! `cargo run -p idem-examples --bin invoicing`. `IDEM_DEMO_DELAY_MS` and
 //! `IDEM_DEMO_PATIENCE_MS` set the billing delay (3000) and the wrapper's patience (2000).
 
 use std::process::ExitCode;

@@ -1,10 +1,9 @@
-//! Workers and clients of `remote_mcp`: a worker is the example run again with `serve`;
-//! a client speaks streamable HTTP with a bearer token. (`tests/remote_mcp.rs` uses this
-//! file too.)
+//! Workers and clients of `remote_mcp`: a worker is a process that runs `worker::serve`
+//! (the example run again with `serve`); a client speaks streamable HTTP with a bearer
+//! token. (`tests/remote_mcp.rs` uses this file too.)
 
 use std::io::BufRead;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
@@ -14,21 +13,29 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// A worker process: this example run again with `serve`.
+/// A worker process: this example run again with `serve`, or a test's worker.
 pub struct Worker {
     pub process: Child,
     pub address: SocketAddr,
 }
 
 impl Worker {
-    /// Starts `example serve` with `args` (`--db`, `--effects`, ...); returns once it
-    /// listens.
-    pub fn start(example: &Path, args: &[&str]) -> Result<Worker, Error> {
-        let mut process = Command::new(example).arg("serve").args(args).stdout(Stdio::piped()).spawn()?;
-        let mut line = String::new();
-        std::io::BufReader::new(process.stdout.take().expect("piped")).read_line(&mut line)?;
-        let address = line.trim().strip_prefix("listening on ").ok_or_else(|| format!("a worker said {line:?}"))?;
-        Ok(Worker { process, address: address.parse()? })
+    /// Starts `command` (`remote_mcp serve --db ... --effects ...`); returns once it says
+    /// where it listens (`listening on ADDRESS`, at the end of the first line that says it:
+    /// a test harness may print before it).
+    pub fn start(command: &mut Command) -> Result<Worker, Error> {
+        let mut process = command.stdout(Stdio::piped()).spawn()?;
+        let mut lines = std::io::BufReader::new(process.stdout.take().expect("piped")).lines();
+        let address = loop {
+            match lines.next() {
+                Some(line) => match line?.split_once("listening on ") {
+                    Some((_, address)) => break address.trim().parse()?,
+                    None => continue,
+                },
+                None => return Err("a worker ended before it said where it listens".into()),
+            }
+        };
+        Ok(Worker { process, address })
     }
 }
 

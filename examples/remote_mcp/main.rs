@@ -5,9 +5,9 @@
 //! tool answers as an MCP task that any worker can read and cancel.
 //!
 //! ```sh
-//! cargo run --features rmcp --example remote_mcp              # the demo: two workers, one address, two tenants
-//! cargo run --features rmcp,postgres --example remote_mcp -- --db postgres://user@host/db   # the same on PostgreSQL
-//! cargo run --features rmcp --example remote_mcp -- serve --db idem.db --effects effects.log --port 8001   # one worker
+//! cargo run --features rmcp --bin remote_mcp              # the demo: two workers, one address, two tenants
+//! cargo run --features rmcp,postgres --bin remote_mcp -- --db postgres://user@host/db   # the same on PostgreSQL
+//! cargo run --features rmcp --bin remote_mcp -- serve --db idem.db --effects effects.log --port 8001   # one worker
 //! ```
 //!
 //! A worker (`serve`) listens on `127.0.0.1:PORT/mcp` (port 0: any free one; it prints the
@@ -23,23 +23,23 @@
 mod billing;
 mod cluster;
 mod proxy;
+mod worker;
 
-use std::process::ExitCode;
-use std::sync::Arc;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use billing::{Billing, Effects};
+use billing::Effects;
 use cluster::{Worker, connect};
-use idem::store::AsyncStore;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::{Value, json};
+use worker::flag;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     let result = match args.first().map(String::as_str) {
-        Some("serve") => runtime.block_on(serve(&args[1..])),
+        Some("serve") => runtime.block_on(worker::serve(&args[1..])),
         _ => runtime.block_on(demo(&args)),
     };
     match result {
@@ -52,45 +52,6 @@ fn main() -> ExitCode {
 }
 
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
-
-/// The value of `--name` in `args`.
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.windows(2).find(|pair| pair[0] == name).map(|pair| pair[1].as_str())
-}
-
-/// One worker: serves the billing server's MCP endpoint until it is stopped.
-async fn serve(args: &[String]) -> Result<()> {
-    let db = flag(args, "--db").ok_or("serve needs --db (an SQLite file or a postgres:// URL)")?;
-    let effects = flag(args, "--effects").ok_or("serve needs --effects FILE")?;
-    let port: u16 = flag(args, "--port").unwrap_or("0").parse()?;
-    let millis = |name: &str, default: &str| flag(args, name).unwrap_or(default).parse().map(Duration::from_millis);
-    let (invoice, page) = (millis("--invoice-ms", "200")?, millis("--page-ms", "1000")?);
-    let store = open_store(db, flag(args, "--schema").unwrap_or("idem")).await?;
-    let billing = Billing { store, effects: Effects { path: effects.into() }, invoice, page };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    // The first line a parent reads: where this worker listens.
-    println!("listening on {}", listener.local_addr()?);
-    axum::serve(listener, billing::app(billing)).await?;
-    Ok(())
-}
-
-/// The store every worker shares.
-async fn open_store(db: &str, schema: &str) -> Result<Arc<dyn AsyncStore>> {
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        {
-            // Each worker has its own pool: keep workers x 8 under the server's max_connections.
-            let store = idem::PgStore::builder(db).schema(schema).max_connections(8).build()?;
-            store.migrate().await?; // safe from every worker at once: they take turns
-            return Ok(Arc::new(store));
-        }
-        #[cfg(not(feature = "postgres"))]
-        return Err(
-            format!("a postgres:// store needs the `postgres` feature: --features rmcp,postgres ({schema})").into()
-        );
-    }
-    Ok(Arc::new(idem::SqliteStore::open(db)?))
-}
 
 async fn call(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Result<CallToolResponse> {
     let Value::Object(arguments) = arguments else { return Err("arguments are an object".into()) };
@@ -121,7 +82,8 @@ async fn demo(args: &[String]) -> Result<()> {
     let example = std::env::current_exe()?;
     let effects_path = effects.path.display().to_string();
     let args = ["--db", db.as_str(), "--effects", effects_path.as_str(), "--page-ms", "700"];
-    let workers = [Worker::start(&example, &args)?, Worker::start(&example, &args)?];
+    let worker = || Worker::start(Command::new(&example).arg("serve").args(args));
+    let workers = [worker()?, worker()?];
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     tokio::spawn(proxy::round_robin(listener, workers.iter().map(|worker| worker.address).collect()));

@@ -14,7 +14,7 @@
 //! | lifecycle events, [`add_observer`] | code that alerts on "a late finisher was fenced" | [Lifecycle events](#lifecycle-events) |
 //! | [`observe`] / [`observe_async`] | code (and tests) that must know how one call was answered | [In code](#in-code-how-each-call-was-answered) |
 //!
-//! `cargo run -p idem-examples --features metrics --example dashboard` wires
+//! `cargo run -p idem-examples --features metrics --bin dashboard` wires
 //! `tracing-subscriber` and a Prometheus exporter and prints what a dashboard shows after
 //! the article's five retry scenarios:
 //!

@@ -6,7 +6,7 @@
 //! `adk-rust`'s re-export). The key's fields come from the tool's argument struct, as
 //! `<args.customer>`: what the model sends. The scope comes from ADK's `ToolContext`, what
 //! the runtime authenticated (`scope = ctx.user_id()`). From the repository's
-//! `examples/adk_agent.rs` (`cargo run -p idem-examples --features adk --example adk_agent`):
+//! `examples/adk_agent.rs` (`cargo run -p idem-examples --features adk --bin adk_agent`):
 //!
 //! <!-- quoted from examples/adk_agent.rs -->
 //! ```rust,ignore

@@ -3,7 +3,7 @@
 //!
 //! Add `#[idempotent(...)]` to a `#[rig_tool]` function that returns
 //! `Result<T, ToolExecutionError>`, as the repository's `examples/rig_tool.rs` does (`cargo
-//! run -p idem-examples --features rig --example rig_tool`):
+//! run -p idem-examples --features rig --bin rig_tool`):
 //!
 //! <!-- quoted from examples/rig_tool.rs -->
 //! ```rust,ignore

@@ -37,8 +37,8 @@
 //! makes its own invoice.
 //!
 //! ```sh
-//! cargo run -p idem-examples --features http --example billing_service              # the agent's retries, played out
-//! cargo run -p idem-examples --features http --example billing_service -- --serve   # serve on 127.0.0.1:3000 for curl
+//! cargo run -p idem-examples --features http --bin billing_service              # the agent's retries, played out
+//! cargo run -p idem-examples --features http --bin billing_service -- --serve   # serve on 127.0.0.1:3000 for curl
 //! ```
 //!
 //! # What it answers

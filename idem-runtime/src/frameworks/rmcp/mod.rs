@@ -129,8 +129,8 @@
 //! ```
 //!
 //! ```sh
-//! cargo run -p idem-examples --features rmcp --example mcp_server             # speaks MCP on stdin/stdout
-//! cargo run -p idem-examples --features rmcp --example mcp_server -- --demo   # a model's retries through rmcp's client
+//! cargo run -p idem-examples --features rmcp --bin mcp_server             # speaks MCP on stdin/stdout
+//! cargo run -p idem-examples --features rmcp --bin mcp_server -- --demo   # a model's retries through rmcp's client
 //! ```
 //!
 //! It is an MCP server over stdio with `send_invoice` and `send_invoice_status`, for any MCP
@@ -367,8 +367,8 @@
 //! they share. The repository's `examples/remote_mcp` is such a server, whole:
 //!
 //! ```sh
-//! cargo run -p idem-examples --features rmcp --example remote_mcp     # two workers, one address, two tenants, a task
-//! cargo run -p idem-examples --features rmcp,postgres --example remote_mcp -- --db postgres://user@host/db
+//! cargo run -p idem-examples --features rmcp --bin remote_mcp     # two workers, one address, two tenants, a task
+//! cargo run -p idem-examples --features rmcp,postgres --bin remote_mcp -- --db postgres://user@host/db
 //! ```
 //!
 //! The authentication layer puts the principal in the HTTP request's extensions, and the

@@ -1,0 +1,154 @@
+//! The examples run as the docs say and end with the article's counts (run here with short
+//! delays). Each is one of this package's binaries, which cargo builds with this test and
+//! the same features: a test runs only where its example was built by the same command.
+
+use std::process::Command;
+
+/// What an example printed, once it exited successfully.
+fn succeeded(command: &mut Command) -> String {
+    let output = command.output().expect("cargo builds the example's binary for this test");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+#[test]
+fn the_invoicing_demo_shows_three_invoices_then_one() {
+    let output = Command::new(env!("CARGO_BIN_EXE_invoicing"))
+        .env("IDEM_DEMO_DELAY_MS", "300")
+        .env("IDEM_DEMO_PATIENCE_MS", "100")
+        .output()
+        .expect("cargo builds the example's binary for this test");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        stdout.lines().last(),
+        Some("naive: 3 invoices, keyed: 1 invoice, matrix: 2 invoices (1 per period)"),
+        "{stdout}"
+    );
+}
+
+#[cfg(feature = "metrics")]
+#[test]
+fn the_dashboard_example_counts_each_answer_once_and_sends_one_invoice_per_period() {
+    // Plain text: with --all-features, ADK's adk-telemetry turns on tracing-subscriber's
+    // `ansi` feature for every example, and the spans would be colored.
+    let output = Command::new(env!("CARGO_BIN_EXE_dashboard"))
+        .env("IDEM_DEMO_DELAY_MS", "300")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cargo builds the example's binary for this test");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the example failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let series = |outcome: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with("idem_calls{") && line.contains(&format!("idem_outcome=\"{outcome}\"")))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|count| count.parse::<u64>().ok())
+    };
+    assert_eq!(series("fresh"), Some(2), "one first call per period:\n{stdout}");
+    assert_eq!(series("conflict"), Some(1), "{stdout}");
+    let repeats = series("replayed").unwrap_or(0) + series("in_progress").unwrap_or(0);
+    assert_eq!(repeats, 3, "the other three calls are repeats:\n{stdout}");
+    assert!(stdout.contains("replay rate  50% (3 of 6 calls were repeats)"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("invoices sent: 2"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("execute_tool send_invoice{"), "the spans are printed:\n{stderr}");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn the_provider_keys_example_ends_with_one_invoice_and_one_email() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_provider_keys")));
+    assert!(stdout.contains("provider requests: +0"), "idem answers the third call itself:\n{stdout}");
+    assert!(stdout.contains("provider answered 422: Idempotency-Key is already used"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("the provider created 1 invoice and sent 1 e-mail"), "{stdout}");
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn the_billing_service_example_creates_one_invoice_per_caller() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_billing_service")));
+    assert!(stdout.contains("-> 409 Retry-After: "), "a retry during the first request:\n{stdout}");
+    assert!(stdout.contains("Idempotent-Replayed: true"), "{stdout}");
+    assert!(stdout.contains("-> 422"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("invoices created: 2 (one per caller)"), "{stdout}");
+}
+
+#[cfg(feature = "adk")]
+#[test]
+fn the_adk_agent_example_sends_two_invoices_plain_and_one_keyed() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_adk_agent")));
+    assert!(stdout.contains(r#"\"code\":\"TIMEOUT\""#), "the model reads idem's TIMEOUT:\n{stdout}");
+    assert!(stdout.contains(r#"\"code\":\"IN_PROGRESS\""#), "a new function call id is a repeat:\n{stdout}");
+    assert!(stdout.contains(r#""status":"completed""#), "the status tool reads the result:\n{stdout}");
+    assert_eq!(stdout.lines().last(), Some("plain: 2 invoices, keyed: 1 invoice"), "{stdout}");
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn the_mcp_server_demo_sends_one_invoice_and_makes_one_export_per_month() {
+    let stdout = succeeded(Command::new(env!("CARGO_BIN_EXE_mcp_server")).arg("--demo"));
+    assert!(stdout.contains("invoices sent: 1"), "{stdout}");
+    assert!(stdout.contains("\"code\":\"TIMEOUT\""), "a client without tasks gets TIMEOUT:\n{stdout}");
+    assert_eq!(stdout.lines().last(), Some("ledger exports made: 2 (one per month)"), "{stdout}");
+}
+
+/// What an MCP client shows for the server is the example's own name and version, not
+/// rmcp's (which it reports for a `#[tool_handler]` without `name`): over stdio, from a
+/// separate process, as a client starts it.
+#[cfg(feature = "rmcp")]
+#[test]
+fn the_mcp_server_names_itself_to_clients() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_mcp_server"))
+        .env("IDEM_DB", dir.path().join("keys.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cargo builds the example's binary for this test");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"idem-test","version":"0"}}}"#;
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    drop(stdin); // end of input: the server exits
+    let status = server.wait().unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    let info = &answer["result"]["serverInfo"];
+    assert_eq!(info["name"], "idem-billing", "{answer}");
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{answer}");
+    assert!(status.success(), "the server ends cleanly with its input: {status}");
+}
+
+#[test]
+fn the_approvals_example_asks_once_and_pays_once() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_approvals")));
+    assert_eq!(stdout.matches("[approvers' channel]").count(), 2, "one request per action:\n{stdout}");
+    assert!(stdout.contains("attempt 6: Err(ApprovalRequired)"), "{stdout}");
+    assert!(stdout.contains("the model calls again: DECLINED"), "{stdout}");
+    assert!(stdout.contains("transfers: 2\n"), "acme once, initech once, globex never:\n{stdout}");
+}
+
+#[test]
+fn the_refunds_example_stops_a_runaway_loop_at_its_budget() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_refunds")));
+    assert_eq!(stdout.matches("ok: re_1").count(), 3, "a retried refund replays:\n{stdout}");
+    assert_eq!(stdout.matches("BUDGET_EXCEEDED").count(), 6, "five refunds and one credit refused:\n{stdout}");
+    assert!(stdout.contains("budget refunds for acme: used 4 of 4"), "{stdout}");
+    assert!(stdout.contains("budget refunded for acme: used 450 of 500"), "{stdout}");
+    assert!(stdout.contains("paid back: 7\n"), "3 + 1 refunds, 2 credits, 1 for globex:\n{stdout}");
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn the_remote_mcp_demo_runs_two_workers_behind_one_address() {
+    let stdout = succeeded(&mut Command::new(env!("CARGO_BIN_EXE_remote_mcp")));
+    assert!(stdout.contains("refused"), "beta cannot read acme's task:\n{stdout}");
+    assert_eq!(stdout.lines().last(), Some("effects: 3 invoices (acme c1, acme c2, beta c1), 1 export"), "{stdout}");
+}
