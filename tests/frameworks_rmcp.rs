@@ -394,12 +394,12 @@ mod answers;
 mod approvals;
 #[path = "support/stable_identifiers.rs"]
 mod identifiers;
+#[path = "frameworks_rmcp/questions.rs"]
+mod questions;
 #[path = "frameworks_rmcp/stable_identifiers.rs"]
 mod stable_identifiers;
 #[path = "frameworks_rmcp/tasks.rs"]
 mod tasks;
-#[path = "frameworks_rmcp/questions.rs"]
-mod questions;
 #[path = "frameworks_rmcp/tenants.rs"]
 mod tenants;
 #[path = "frameworks_rmcp/wire.rs"]

@@ -30,8 +30,11 @@ async fn connect(desk: Desk, (modern, elicits, tasks): (bool, bool, bool)) -> Cl
         let server = desk.serve(server_io).await.expect("the server starts");
         let _ = server.waiting().await;
     });
-    let mut capabilities =
-        if elicits { ClientCapabilities::builder().enable_elicitation().build() } else { ClientCapabilities::default() };
+    let mut capabilities = if elicits {
+        ClientCapabilities::builder().enable_elicitation().build()
+    } else {
+        ClientCapabilities::default()
+    };
     if tasks {
         capabilities.extensions = ClientCapabilities::builder().enable_tasks().build().extensions;
     }
@@ -97,7 +100,8 @@ async fn an_answer_to_no_question_changes_nothing() {
     assert_eq!(status(&client, "pay", "unasked").await["status"], "awaiting_approval");
     // A state idem never gave out, one of another action, or none: the question again.
     let (_, other) = question(round(&client, "pay", "unasked-other", (None, None)).await);
-    let forged = format!("{}A", &state[..state.len() - 1]);
+    // The state with its last character changed.
+    let forged = format!("{}{}", &state[..state.len() - 1], if state.ends_with('A') { 'B' } else { 'A' });
     for wrong in [None, Some("idem2.approval.AAAAAAAAAAAAAAAAAAAAAA"), Some(forged.as_str()), Some(other.as_str())] {
         let (_, again) = question(round(&client, "pay", "unasked", (Some(accept()), wrong)).await);
         assert_eq!(again, state, "{wrong:?}: the same request, the same state");

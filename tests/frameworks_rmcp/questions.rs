@@ -219,7 +219,8 @@ async fn connect(desk: Desk, user: User) -> Client {
 async fn call(client: &Client, tool: &str, args: Value) -> Value {
     let Value::Object(args) = args else { unreachable!() };
     let call = client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args));
-    let result = tokio::time::timeout(PATIENCE, call).await.unwrap_or_else(|_| panic!("{tool} still waits after {PATIENCE:?}"));
+    let result =
+        tokio::time::timeout(PATIENCE, call).await.unwrap_or_else(|_| panic!("{tool} still waits after {PATIENCE:?}"));
     result.expect("an answer").structured_content.expect("structured content")
 }
 

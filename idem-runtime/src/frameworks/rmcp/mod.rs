@@ -457,7 +457,7 @@ mod authenticated;
 pub(crate) mod tasks;
 
 pub use authenticated::Authenticated;
-pub use tasks::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
+pub use tasks::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT, ELICITATION_WAIT};
 
 use std::any::Any;
 
