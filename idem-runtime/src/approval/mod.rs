@@ -9,6 +9,9 @@
 //! decline`, `idem reopen NS KEY --by NAME`); an rmcp server asks its user in band (see
 //! `idem::frameworks::rmcp`, *Approvals in the client*). Whoever decides, the record does
 //! not care: `by` names them (never empty), `note` says why, the store's clock says when.
+//! [`approve`] and [`decline`] decide the request waiting now; an answer given in the client
+//! decides only the request its question was asked about, so one that arrives after that
+//! request expired, or was reopened and asked anew, decides nothing.
 //!
 //! - **One request per action.** The first call whose condition holds writes the request;
 //!   every call that finds it (on any worker) answers from it. The request governs the
@@ -224,6 +227,7 @@ pub(crate) struct Asked {
     pub(crate) asked_at_ms: i64,
 }
 
+#[cfg(feature = "rmcp")]
 /// The request waiting for a decision on the action `id` (not decided; maybe expired), with
 /// the round it is asked in.
 pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
@@ -238,6 +242,7 @@ pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
     })
 }
 
+#[cfg(feature = "rmcp")]
 /// Decides the request `asked`, and no other: [`DecideError::NoRequest`] when the request
 /// waiting now is another (or none), as for [`approve`] and [`decline`] otherwise.
 pub(crate) async fn decide_asked<S: AsyncStore + ?Sized>(

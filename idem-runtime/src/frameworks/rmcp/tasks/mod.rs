@@ -16,10 +16,11 @@
 //!   fails leaves the task `cancelled`; one that finishes leaves it `completed`.
 //! - A call waiting for a person's approval (a tool with `approval`) answers with its task
 //!   at once, `input_required` with the question (key [`APPROVAL_INPUT`]). `tasks/update`
-//!   with an answer records the decision (accept approves, decline and cancel decline), as
-//!   does an operator out of band; the task then follows the call: `working` while the
-//!   approved action runs, `completed` with its result, or `completed` with the DECLINED
-//!   or APPROVAL_EXPIRED answer. `tasks/cancel` of a waiting task declines it. One task
+//!   with an answer records the decision for that request (accept approves, decline and
+//!   cancel decline; an answer that does not read is `-32602`), as does an operator out of
+//!   band; the task then follows the call: `working` while the approved action runs,
+//!   `completed` with its result, or `completed` with the DECLINED or APPROVAL_EXPIRED
+//!   answer. `tasks/cancel` of a waiting task declines it. One task
 //!   stands for one request for approval: a retry while it waits answers with the same task.
 //! - `tasks/update` of any other task is acknowledged: nothing else asks for input.
 //! - An id this server did not give out is `-32602` (invalid params) for all three.
