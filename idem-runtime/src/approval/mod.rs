@@ -227,9 +227,9 @@ pub(crate) struct Asked {
     pub(crate) asked_at_ms: i64,
 }
 
-#[cfg(feature = "rmcp")]
 /// The request waiting for a decision on the action `id` (not decided; maybe expired), with
 /// the round it is asked in.
+#[cfg(feature = "rmcp")]
 pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
     store: &S,
     id: RecordId<'_>,
@@ -242,9 +242,9 @@ pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
     })
 }
 
-#[cfg(feature = "rmcp")]
 /// Decides the request `asked`, and no other: [`DecideError::NoRequest`] when the request
 /// waiting now is another (or none), as for [`approve`] and [`decline`] otherwise.
+#[cfg(feature = "rmcp")]
 pub(crate) async fn decide_asked<S: AsyncStore + ?Sized>(
     store: &S,
     id: RecordId<'_>,

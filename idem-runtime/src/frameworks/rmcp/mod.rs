@@ -334,10 +334,11 @@
 //! server type); sync tools never answer with a task.
 //!
 //! **Task records.** Records of the namespace `idem.tasks` are what MCP Tasks keep beside the
-//! tools' records: `secret` (the store's key for task ids and approval questions' `requestState`:
-//! keep it, or every task id given out stops answering and every question asked is asked again), and per task `<id>`, `<id>/cancel` and `<id>/end`. They are
-//! settled records with a retention, so `idem purge` removes them with the rest; `secret` is
-//! kept for a century.
+//! tools' records: `secret` (the store's key for task ids and for the `requestState` of
+//! approval questions: keep it, or every task id given out stops answering and every
+//! question asked is asked again), and per task `<id>`, `<id>/cancel` and `<id>/end`. They
+//! are settled records with a retention, so `idem purge` removes them with the rest;
+//! `secret` is kept for a century.
 //!
 //! # Approvals in the client
 //!

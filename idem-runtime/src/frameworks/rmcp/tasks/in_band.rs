@@ -130,9 +130,18 @@ pub(super) async fn answered(
         Err(refused) => return Answered::Refused(refused),
     };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let (round, state) = match waiting_state(store, id).await {
-        Ok(Some((round, state))) if round.asked_at_ms == asked.asked_at_ms => (round, state),
-        Ok(_) => return Answered::Taken, // decided, or asked anew, meanwhile: the gate says how it stands
+    let waiting = async {
+        match approval::waiting(store, id).await? {
+            Some((round, request)) if round.asked_at_ms == asked.asked_at_ms => {
+                Ok(Some((round, state_of(store, id, round, &request).await?)))
+            }
+            _ => Ok::<_, StoreError>(None),
+        }
+    };
+    let (round, state) = match waiting.await {
+        Ok(Some(waiting)) => waiting,
+        // Decided, or asked anew, meanwhile: the gate says how it stands.
+        Ok(None) => return Answered::Taken,
         Err(error) => {
             tracing::warn!(target: "idem", tool = tool.name, %error, "the answer to the approval question could not be checked; it changes nothing");
             return Answered::Not;
@@ -168,18 +177,24 @@ pub(super) async fn ask(
         return false;
     }
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let (round, state) = match waiting_state(store, id).await {
-        Ok(Some((round, state))) if round.asked_at_ms == asked.asked_at_ms => (round, state),
-        Ok(_) => return true,
-        Err(error) => {
-            tracing::warn!(target: "idem", tool = tool.name, %error, "the approval question could not be asked; it answers APPROVAL_REQUIRED");
-            return false;
-        }
+    let unasked = |error: StoreError| {
+        tracing::warn!(target: "idem", tool = tool.name, %error, "the approval question could not be asked; it answers APPROVAL_REQUIRED");
+        false
+    };
+    // The round the question is about: its answer decides that round and no later one.
+    let (round, request) = match approval::waiting(store, id).await {
+        Ok(Some((round, request))) if round.asked_at_ms == asked.asked_at_ms => (round, request),
+        Ok(_) => return true, // decided, or asked anew, meanwhile: the gate says how it stands
+        Err(error) => return unasked(error),
     };
     let elicitation = ElicitRequest::new(question(tool, asked));
     if client.modern {
-        let asked = InputRequests::from([(APPROVAL_INPUT.to_owned(), InputRequest::Elicitation(elicitation))]);
-        answer_with(InputRequiredResult::new(Some(asked), Some(state)));
+        let state = match state_of(store, id, round, &request).await {
+            Ok(state) => state,
+            Err(error) => return unasked(error),
+        };
+        let questions = InputRequests::from([(APPROVAL_INPUT.to_owned(), InputRequest::Elicitation(elicitation))]);
+        answer_with(InputRequiredResult::new(Some(questions), Some(state)));
         return false;
     }
     // rmcp's `create_elicitation` needs its `elicitation` feature (and the `url` crate), and
@@ -259,16 +274,15 @@ pub(super) async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn
     }
 }
 
-/// The request waiting for a decision on the action `id`, and the `requestState` its
-/// question carries.
-async fn waiting_state<S: AsyncStore + ?Sized>(
-    store: &S,
+/// The `requestState` of the question about `request`, asked in `round` for the action `id`.
+async fn state_of(
+    store: &dyn AsyncStore,
     id: RecordId<'_>,
-) -> Result<Option<(Asked, String)>, StoreError> {
-    let Some((round, request)) = approval::waiting(store, id).await? else { return Ok(None) };
+    round: Asked,
+    request: &Request,
+) -> Result<String, StoreError> {
     let secret = records::secret(store).await?;
-    let state = ids::request_state(&secret, (id.namespace, id.key), (round.round, round.asked_at_ms), &request.request);
-    Ok(Some((round, state)))
+    Ok(ids::request_state(&secret, (id.namespace, id.key), (round.round, round.asked_at_ms), &request.request))
 }
 
 /// Records the user's answer to the request `asked` (and to no later one): accept approves,
@@ -286,11 +300,10 @@ pub(super) async fn record<S: AsyncStore + ?Sized>(
         Reply::Cancel => (false, DECIDED_IN_THE_CLIENT, Some("cancelled in the client")),
     };
     match approval::decide_asked(store, id, asked, verdict).await {
-        Ok(_) | Err(DecideError::Decided(_) | DecideError::Expired(_) | DecideError::NoRequest) => Ok(()),
         Err(DecideError::Store(error)) => Err(error),
-        Err(error @ (DecideError::NotDeclined(_) | DecideError::Anonymous)) => {
-            Err(StoreError::Backend(error.to_string().into()))
-        }
+        // Decided, expired, or asked anew meanwhile (and what a decision in the client
+        // cannot meet: no decider's name, a reopen): what stands, stands.
+        Ok(_) | Err(_) => Ok(()),
     }
 }
 
