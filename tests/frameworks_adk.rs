@@ -286,3 +286,30 @@ async fn scopes_come_from_the_context_never_from_the_arguments() {
     assert_eq!(dave, json!({"status": "not_found"}), "dave reads his own records only");
     assert_eq!(sent("carol/umbrella/"), 1);
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct PayArgs {
+    supplier: String,
+    amount: f64,
+}
+
+/// Pay a supplier; above 1,000 EUR a person approves first.
+#[idempotent(key = "pay:<args.supplier>", compare = [args.amount], approval = args.amount > 1000.0, scope = ctx.user_id(), store = *STORE)]
+#[tool]
+async fn pay_supplier(ctx: Arc<dyn ToolContext>, args: PayArgs) -> Result<Value, AdkError> {
+    Ok(json!({"paid": args.supplier, "amount": args.amount, "by": ctx.user_id()}))
+}
+
+#[tokio::test]
+async fn the_status_tool_of_a_tool_with_approvals_says_the_approval_states() {
+    let description = PaySupplierStatus.description();
+    for state in ["awaiting_approval", "approved", "declined", "approval_expired", "APPROVAL_REQUIRED"] {
+        assert!(description.contains(state), "{state}: {description}");
+    }
+    assert!(!SendInvoiceStatus.description().contains("approval"), "{}", SendInvoiceStatus.description());
+    // And it reads them: APPROVAL_REQUIRED sends the model to it.
+    let asked = PaySupplier.execute(call("alice", "call-1"), json!({"supplier": "acme", "amount": 2000.0})).await;
+    assert!(asked.unwrap_err().message.contains("APPROVAL_REQUIRED"));
+    let status = PaySupplierStatus.execute(call("alice", "call-2"), json!({"supplier": "acme"})).await.unwrap();
+    assert_eq!(status["status"], "awaiting_approval", "{status}");
+}

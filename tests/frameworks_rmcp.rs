@@ -388,13 +388,19 @@ async fn records_written_under_rust_field_names_keep_matching() {
     client.cancel().await.unwrap();
 }
 
+#[path = "frameworks_rmcp/answers.rs"]
+mod answers;
 #[path = "frameworks_rmcp/approvals.rs"]
 mod approvals;
 #[path = "support/stable_identifiers.rs"]
 mod identifiers;
+#[path = "frameworks_rmcp/questions.rs"]
+mod questions;
 #[path = "frameworks_rmcp/stable_identifiers.rs"]
 mod stable_identifiers;
 #[path = "frameworks_rmcp/tasks.rs"]
 mod tasks;
 #[path = "frameworks_rmcp/tenants.rs"]
 mod tenants;
+#[path = "frameworks_rmcp/wire.rs"]
+mod wire;

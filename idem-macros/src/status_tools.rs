@@ -247,10 +247,19 @@ fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<Imp
 /// export_report", not "a export_report call"): no rule on the spelling picks a or an for
 /// every name.
 fn description(tool: &Ident, plan: &Plan) -> String {
-    let what = format!(
-        "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). \
-         Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
-    );
+    let what = match plan.approval {
+        None => format!(
+            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). \
+             Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
+        ),
+        // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
+        Some(_) => format!(
+            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); \
+             while a person's approval is involved, awaiting_approval, approved, declined or approval_expired. \
+             Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN), \
+             or to see the decision after APPROVAL_REQUIRED"
+        ),
+    };
     let never = "It never runs or repeats the action.";
     match &plan.params_key {
         Some(key) => format!("{what}, with only that call's key fields: {}. {never}", key.fields.join(", ")),

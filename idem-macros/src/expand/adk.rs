@@ -74,12 +74,21 @@ pub(super) fn status_tool(
     let status_name = format!("{tool_name}_status");
     let tool_struct = Ident::new(&adk_struct_name(&tool_name), Span::call_site());
     let status_struct = Ident::new(&adk_struct_name(&status_name), Span::call_site());
-    let doc = format!(
-        "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed (with its \
-         result), failed, or unknown (a call stopped before it finished; it may still record its result, so check \
-         again later). Never reserves or runs anything; call it when a \
-         call's outcome is unknown, e.g. after a timeout."
-    );
+    let doc = match plan.approval {
+        None => format!(
+            "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
+             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). Never reserves or runs anything; \
+             call it when a call's outcome is unknown, e.g. after a timeout."
+        ),
+        // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
+        Some(_) => format!(
+            "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
+             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); while a person's approval is \
+             involved, awaiting_approval, approved, declined or approval_expired. Never reserves or runs \
+             anything; call it when a call's outcome is unknown, e.g. after a timeout, or to see the decision \
+             after APPROVAL_REQUIRED."
+        ),
+    };
     let (ctx, args) = (Ident::new("__idem_ctx", Span::mixed_site()), Ident::new("__idem_args", Span::mixed_site()));
     // The context, bound as the tool binds it, for a scope (or store) that reads it.
     let context =

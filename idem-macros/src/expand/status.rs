@@ -69,12 +69,21 @@ pub(super) fn status_fn(
     let sig = &item.sig;
     let name = format_ident!("{}_status", sig.ident);
     let tool_name = sig.ident.to_string();
-    let doc = format!(
-        " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-         (with its result), failed, or unknown (a call stopped before it finished; it may still record \
-         its result, so check again later). Never reserves or runs anything; \
-         call it when a call's outcome is unknown, e.g. after a timeout."
-    );
+    let doc = match plan.approval {
+        None => format!(
+            " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
+             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). Never reserves or runs anything; \
+             call it when a call's outcome is unknown, e.g. after a timeout."
+        ),
+        // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
+        Some(_) => format!(
+            " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
+             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); while a person's approval is \
+             involved, awaiting_approval, approved, declined or approval_expired. Never reserves or runs \
+             anything; call it when a call's outcome is unknown, e.g. after a timeout, or to see the decision \
+             after APPROVAL_REQUIRED."
+        ),
+    };
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
     let keep_docs = frameworks::detect(item) == Framework::Rig;
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {

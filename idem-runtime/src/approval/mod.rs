@@ -9,6 +9,9 @@
 //! decline`, `idem reopen NS KEY --by NAME`); an rmcp server asks its user in band (see
 //! `idem::frameworks::rmcp`, *Approvals in the client*). Whoever decides, the record does
 //! not care: `by` names them (never empty), `note` says why, the store's clock says when.
+//! [`approve`] and [`decline`] decide the request waiting now; an answer given in the client
+//! decides only the request its question was asked about, so one that arrives after that
+//! request expired, or was reopened and asked anew, decides nothing.
 //!
 //! - **One request per action.** The first call whose condition holds writes the request;
 //!   every call that finds it (on any worker) answers from it. The request governs the
@@ -210,6 +213,51 @@ pub async fn decline<S: AsyncStore + ?Sized>(
 async fn decide<S: AsyncStore + ?Sized>(
     store: &S,
     id: RecordId<'_>,
+    verdict: (bool, &str, Option<&str>),
+) -> Result<Request, DecideError> {
+    decide_in(store, id, None, verdict).await
+}
+
+/// A request that is waiting for a decision, as an answer in band names it: its round and
+/// when it was asked. A decision for it is written for that round only, so an answer to an
+/// earlier request (expired, or reopened and asked anew) never decides a later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Asked {
+    pub(crate) round: u32,
+    pub(crate) asked_at_ms: i64,
+}
+
+/// The request waiting for a decision on the action `id` (not decided; maybe expired), with
+/// the round it is asked in.
+#[cfg(feature = "rmcp")]
+pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
+    store: &S,
+    id: RecordId<'_>,
+) -> Result<Option<(Asked, Request)>, StoreError> {
+    Ok(match Action::new(id.namespace, id.key).current(store).await? {
+        Current::Open { round, request, decision: None } => {
+            Some((Asked { round, asked_at_ms: request.asked_at_ms }, request))
+        }
+        _ => None,
+    })
+}
+
+/// Decides the request `asked`, and no other: [`DecideError::NoRequest`] when the request
+/// waiting now is another (or none), as for [`approve`] and [`decline`] otherwise.
+#[cfg(feature = "rmcp")]
+pub(crate) async fn decide_asked<S: AsyncStore + ?Sized>(
+    store: &S,
+    id: RecordId<'_>,
+    asked: Asked,
+    verdict: (bool, &str, Option<&str>),
+) -> Result<Request, DecideError> {
+    decide_in(store, id, Some(asked), verdict).await
+}
+
+async fn decide_in<S: AsyncStore + ?Sized>(
+    store: &S,
+    id: RecordId<'_>,
+    asked: Option<Asked>,
     (approved, by, note): (bool, &str, Option<&str>),
 ) -> Result<Request, DecideError> {
     if by.trim().is_empty() {
@@ -218,6 +266,11 @@ async fn decide<S: AsyncStore + ?Sized>(
     let action = Action::new(id.namespace, id.key);
     let (round, request) = match action.current(store).await? {
         Current::Idle { .. } => return Err(DecideError::NoRequest),
+        Current::Open { round, request, .. }
+            if asked.is_some_and(|asked| asked != Asked { round, asked_at_ms: request.asked_at_ms }) =>
+        {
+            return Err(DecideError::NoRequest);
+        }
         Current::Open { decision: Some(decision), .. } => return Err(DecideError::Decided(decision)),
         Current::Open { request, .. } if now_ms() >= request.expires_at_ms => {
             return Err(DecideError::Expired(Box::new(request)));

@@ -212,7 +212,8 @@ async fn reserve<S: Driven>(
 }
 
 /// The approval gate; a front end may ask the person in band when it answers
-/// APPROVAL_REQUIRED, and the gate is asked again once a decision was recorded.
+/// APPROVAL_REQUIRED, and the gate is asked again when the front end says so (a decision was
+/// recorded, or the request moved on).
 async fn approval_gate<S: Driven>(
     tool: &'static Tool,
     asking: &super::approval::ApprovalPolicy,

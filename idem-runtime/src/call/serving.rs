@@ -56,10 +56,10 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
     ) -> BoxFuture<'a, bool>;
 
     /// The call's action waits for a person's approval (`asked`): the front end may ask
-    /// the person in band, through the client, and record their decision with
-    /// [`approval::approve`](crate::approval::approve) or
-    /// [`decline`](crate::approval::decline). `true` when it recorded one: the driver then
-    /// looks at the approval again.
+    /// the person in band, through the client, and record their decision (for `asked` and
+    /// no later request). `true` when the driver should look at the approval again (a
+    /// decision was recorded, here or elsewhere, or the request expired, while it asked):
+    /// the call then answers from what stands, which may still be APPROVAL_REQUIRED.
     fn approval_required<'a>(
         &'a self,
         tool: &'static Tool,

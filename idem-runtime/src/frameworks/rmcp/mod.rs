@@ -324,7 +324,8 @@
 //! `cancelled`; a body that finishes anyway completes it (`completed`). A task that ended
 //! stays as it ended. **`tasks/update`** is acknowledged for a known task; only a task waiting
 //! for approval asks for input (see *Approvals in the client*), and for any other the
-//! responses change nothing.
+//! responses change nothing. An answer under [`APPROVAL_INPUT`] that does not read as an
+//! elicitation's result is refused with `-32602`, whatever the task's state.
 //!
 //! Without `#[idem::tasks]`, an rmcp tool's `timeout` does not take effect (the call waits for
 //! its body, and a warning is logged once per tool), `tasks/*` are not served, and clients
@@ -333,10 +334,11 @@
 //! server type); sync tools never answer with a task.
 //!
 //! **Task records.** Records of the namespace `idem.tasks` are what MCP Tasks keep beside the
-//! tools' records: `secret` (the store's key for task ids: keep it, or every task id given
-//! out stops answering), and per task `<id>`, `<id>/cancel` and `<id>/end`. They are
-//! settled records with a retention, so `idem purge` removes them with the rest; `secret` is
-//! kept for a century.
+//! tools' records: `secret` (the store's key for task ids and for the `requestState` of
+//! approval questions: keep it, or every task id given out stops answering and every
+//! question asked is asked again), and per task `<id>`, `<id>/cancel` and `<id>/end`. They
+//! are settled records with a retention, so `idem purge` removes them with the rest;
+//! `secret` is kept for a century.
 //!
 //! # Approvals in the client
 //!
@@ -346,18 +348,46 @@
 //! | the client | the call that needs approval |
 //! | --- | --- |
 //! | declared the tasks extension | answers at once with a task in `input_required`, whose `inputRequests` hold the question under [`APPROVAL_INPUT`]; `tasks/update` with the answer under that key decides, `tasks/cancel` declines, and a decision made elsewhere (an operator, another worker) counts too. The task then follows the call: `working` while the approved action runs, `completed` with its result, or `completed` with the `DECLINED` or `APPROVAL_EXPIRED` answer. A retry while it waits is the same task, on any worker |
-//! | speaks MCP 2026-07-28 and declared form elicitation | answers with an `InputRequiredResult` holding the question under [`APPROVAL_INPUT`]; the client asks its user and calls again with the answer (rmcp's `call_tool` does both rounds), which decides, and that call runs the action or answers `DECLINED` |
-//! | an earlier MCP, declared form elicitation | sends `elicitation/create` during the call and waits for the answer; then runs the action or answers `DECLINED` |
+//! | speaks MCP 2026-07-28 and declared form elicitation | answers with an `InputRequiredResult` holding the question under [`APPROVAL_INPUT`] and a `requestState`; the client asks its user and calls again with the answer and that state (rmcp's `call_tool` does both rounds), which decides, and that call runs the action or answers `DECLINED` (`APPROVAL_EXPIRED` once the request expired) |
+//! | an earlier MCP, declared form elicitation | sends `elicitation/create` during the call and waits for the answer, then runs the action or answers `DECLINED`. It waits the tool's `timeout`, else [`ELICITATION_WAIT`] (30 seconds), and never past the request's expiry; a decision made meanwhile elsewhere (an operator, another client, another worker) ends the wait with that decision. When it stops waiting it withdraws the question (`notifications/cancelled` for its `elicitation/create`) and answers from what stands: `APPROVAL_REQUIRED` with the request still waiting (the model tells the user and checks `<fn>_status` later), `APPROVAL_EXPIRED`, or the decision |
 //! | none of these | `APPROVAL_REQUIRED`; a person decides out of band (`idem approve`, `idem::approval::approve`) and the model calls again |
 //!
 //! The user sees the tool, the request's text and exactly what will be approved (the
 //! compared fields and the key). Accept approves; decline and cancel decline. The decision
 //! is recorded as made by [`DECIDED_IN_THE_CLIENT`], like any other, so every later call, on
-//! any worker, follows it; a request nobody decides expires after the tool's `approval_ttl`. A
+//! any worker, follows it; a request nobody decides expires after the tool's `approval_ttl`,
+//! and an answer that arrives after that is refused (the call answers `APPROVAL_EXPIRED`). A
 //! task waiting for approval whose worker stopped after the approval but before the run
 //! reads `failed` one `lease` after the decision, saying that calling the tool again runs
 //! the approved action (it does, once). `examples/remote_mcp`'s `refund` asks above 500
 //! EUR, and `tests/remote_mcp.rs` answers its task through another worker.
+//!
+//! **An answer counts only as the answer to a question idem asked**, for the request it was
+//! asked about, in the scope it was asked in. What a client sends is input, never
+//! authority:
+//!
+//! - `inputResponses` with a `tools/call` (MCP 2026-07-28) count only with the
+//!   `requestState` idem sent with the question: opaque (`idem2.approval.` and 22
+//!   characters), an HMAC-SHA256 under the store's secret (the one task ids use) of the
+//!   tool's namespace, the key (which carries a scoped tool's scope), the request's round and
+//!   time, and its compared fields. It cannot be made up, and it is the same for every call
+//!   of that request, on every worker. Answers without it, or with the state of another
+//!   request (an expired or reopened one), another action or another tenant, change
+//!   nothing: the call is asked the question again (a client that declared no elicitation
+//!   gets `APPROVAL_REQUIRED`), and nothing runs.
+//! - `tasks/update` and `tasks/cancel` decide only the request their task waits for (the
+//!   task id names it, and a scoped tool's task is its tenant's only).
+//! - Every decision in band is written for that request alone: one made after the request
+//!   expired, or was reopened and asked anew, decides nothing.
+//! - An answer that does not read as an elicitation's result (`{"action": "accept"}`,
+//!   `{"action": "decline"}` or `{"action": "cancel"}`, other fields ignored), such as
+//!   `"yes"` or `{"action": 42}`, is refused with `-32602` (invalid params) naming that
+//!   shape, in a `tools/call` and in `tasks/update`; the request keeps waiting.
+//!
+//! What the state proves is that the answer is to the question idem asked; it does not prove
+//! who answered it. In band, the client is trusted to put the question to its user, as MCP
+//! elicitation is; a client that declares no elicitation is never asked, and its calls wait
+//! for a decision out of band.
 //!
 //! # Remote MCP servers
 //!
@@ -457,7 +487,7 @@ mod authenticated;
 pub(crate) mod tasks;
 
 pub use authenticated::Authenticated;
-pub use tasks::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
+pub use tasks::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT, ELICITATION_WAIT};
 
 use std::any::Any;
 

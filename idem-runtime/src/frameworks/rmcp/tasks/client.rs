@@ -20,6 +20,8 @@ pub struct Client {
     pub(super) peer: Peer<RoleServer>,
     /// The answers to the questions of an earlier round of this call (2026-07-28).
     pub(super) responses: Option<InputResponses>,
+    /// The `requestState` echoed with them: what says which question they answer.
+    pub(super) request_state: Option<String>,
 }
 
 impl Client {
@@ -35,6 +37,7 @@ impl Client {
             elicits,
             peer: context.peer.clone(),
             responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
         }
     }
 }

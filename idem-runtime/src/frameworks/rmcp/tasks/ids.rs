@@ -37,6 +37,51 @@ fn id_of(secret: &[u8], parts: &[&[u8]]) -> String {
     id
 }
 
+/// What every `requestState` starts with.
+const STATE_PREFIX: &str = "idem2.approval.";
+
+/// The `requestState` sent with the approval question of `namespace`'s action `key`, asked
+/// in round `round` at `asked_at_ms` with the compared fields `request` (MCP 2026-07-28):
+/// the client echoes it with its answer, and the answer counts only when it is the state of
+/// the request waiting now. It cannot be made without the secret, and it names one round of
+/// one action of one scope (the key carries the scope's prefix) with exactly these fields.
+///
+/// The MAC's input starts with a byte no UTF-8 text starts with, so it is never the input
+/// of a task id (which starts with the namespace): a task id is never a state.
+pub(super) fn request_state(
+    secret: &[u8],
+    (namespace, key): (&str, &str),
+    (round, asked_at_ms): (u32, i64),
+    request: &str,
+) -> String {
+    let lengths =
+        [namespace.len(), key.len(), request.len()].map(|len| u64::try_from(len).unwrap_or(u64::MAX).to_be_bytes());
+    let mac = hmac_sha256(
+        secret,
+        &[
+            b"\xffidem approval request state",
+            &lengths[0],
+            namespace.as_bytes(),
+            &lengths[1],
+            key.as_bytes(),
+            &round.to_be_bytes(),
+            &asked_at_ms.to_be_bytes(),
+            &lengths[2],
+            request.as_bytes(),
+        ],
+    );
+    let mut state = String::with_capacity(STATE_PREFIX.len() + ENCODED_LEN);
+    state.push_str(STATE_PREFIX);
+    base64url(&mac[..16], &mut state);
+    state
+}
+
+/// Whether `a` and `b` are the same text, in a time that depends on their lengths only: a
+/// client that sends states one character at a time learns nothing from the answer's time.
+pub(super) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |differ, (x, y)| differ | (x ^ y)) == 0
+}
+
 /// Whether `id` has the shape of an id this module gives out: others are unknown without
 /// a store read.
 pub(super) fn well_formed(id: &str) -> bool {
@@ -139,6 +184,36 @@ mod tests {
         {
             assert!(!well_formed(foreign), "{foreign}");
         }
+    }
+
+    #[test]
+    fn a_request_state_names_one_round_of_one_request() {
+        let secret = [7u8; 32];
+        let action = ("billing::pay", "a1b2/pay:acme");
+        let state = request_state(&secret, action, (0, 1_000), r#"{"amount":2000.0}"#);
+        assert!(state.starts_with(STATE_PREFIX) && state.len() == STATE_PREFIX.len() + ENCODED_LEN, "{state}");
+        assert!(!state.contains("acme") && !state.contains("pay:"), "{state}");
+        assert_eq!(
+            state,
+            request_state(&secret, action, (0, 1_000), r#"{"amount":2000.0}"#),
+            "the same for every call"
+        );
+        for other in [
+            request_state(&secret, action, (1, 1_000), r#"{"amount":2000.0}"#),
+            request_state(&secret, action, (0, 1_001), r#"{"amount":2000.0}"#),
+            request_state(&secret, action, (0, 1_000), r#"{"amount":2000.1}"#),
+            request_state(&secret, ("billing::pay", "c3d4/pay:acme"), (0, 1_000), r#"{"amount":2000.0}"#),
+            request_state(&secret, ("billing::refund", "a1b2/pay:acme"), (0, 1_000), r#"{"amount":2000.0}"#),
+            request_state(&[8u8; 32], action, (0, 1_000), r#"{"amount":2000.0}"#),
+            // Lengths are part of the input: moving a byte from one part to another is another state.
+            request_state(&secret, ("billing::pa", "ya1b2/pay:acme"), (0, 1_000), r#"{"amount":2000.0}"#),
+        ] {
+            assert_ne!(state, other);
+        }
+        assert!(same(&state, &state.clone()));
+        let last = if state.ends_with('A') { 'B' } else { 'A' };
+        assert!(!same(&state, &format!("{}{last}", &state[..state.len() - 1])));
+        assert!(!same(&state, ""));
     }
 
     #[test]

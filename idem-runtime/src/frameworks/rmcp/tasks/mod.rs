@@ -16,10 +16,11 @@
 //!   fails leaves the task `cancelled`; one that finishes leaves it `completed`.
 //! - A call waiting for a person's approval (a tool with `approval`) answers with its task
 //!   at once, `input_required` with the question (key [`APPROVAL_INPUT`]). `tasks/update`
-//!   with an answer records the decision (accept approves, decline and cancel decline), as
-//!   does an operator out of band; the task then follows the call: `working` while the
-//!   approved action runs, `completed` with its result, or `completed` with the DECLINED
-//!   or APPROVAL_EXPIRED answer. `tasks/cancel` of a waiting task declines it. One task
+//!   with an answer records the decision for that request (accept approves, decline and
+//!   cancel decline; an answer that does not read is `-32602`), as does an operator out of
+//!   band; the task then follows the call: `working` while the approved action runs,
+//!   `completed` with its result, or `completed` with the DECLINED or APPROVAL_EXPIRED
+//!   answer. `tasks/cancel` of a waiting task declines it. One task
 //!   stands for one request for approval: a retry while it waits answers with the same task.
 //! - `tasks/update` of any other task is acknowledged: nothing else asks for input.
 //! - An id this server did not give out is `-32602` (invalid params) for all three.
@@ -52,7 +53,7 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, RecordId, now_ms};
 
 pub use client::Client;
-pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT};
+pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT, ELICITATION_WAIT};
 pub use served::{SERVING, Tasks};
 
 /// What a client asks of a task.
@@ -206,18 +207,24 @@ where
     let state = state::state::<O, S>(tool, store, task_id, &run).await;
     Some(match ask {
         Ask::Get => state.map(|state| Answer::State(Box::new(GetTaskResult::new(state)))),
-        // The person's answer to a call waiting for approval: recorded like any decision.
-        Ask::Update(responses) => match (state, responses.get(APPROVAL_INPUT)) {
-            (Ok(state), Some(answer)) if state.status() == TaskStatus::InputRequired => {
-                in_band::record(store, id, answer.get("action").and_then(serde_json::Value::as_str)).await;
-                Ok(Answer::Acknowledged)
+        // The person's answer to a call waiting for approval: recorded like any decision, for
+        // the request the task waits for. One that does not read is refused.
+        Ask::Update(responses) => match (state, responses.get(APPROVAL_INPUT).map(in_band::Reply::read)) {
+            (_, Some(Err(refused))) => Err(refused),
+            (Ok(state), Some(Ok(reply))) if state.status() == TaskStatus::InputRequired => {
+                in_band::record_for_task(store, id, run.created_at_ms, reply)
+                    .await
+                    .map(|()| Answer::Acknowledged)
+                    .map_err(|error| state::store_error(tool, &run.key, &error))
             }
             (state, _) => state.map(|_| Answer::Acknowledged),
         },
         // A call waiting for approval that its client cancels is declined: nothing runs.
         Ask::Cancel if state.as_ref().is_ok_and(|state| state.status() == TaskStatus::InputRequired) => {
-            in_band::record(store, id, Some("cancel")).await;
-            Ok(Answer::Acknowledged)
+            in_band::record_for_task(store, id, run.created_at_ms, in_band::Reply::Cancel)
+                .await
+                .map(|()| Answer::Acknowledged)
+                .map_err(|error| state::store_error(tool, &run.key, &error))
         }
         // An ended task stays as it ended; a working one is asked to stop, on every worker
         // that reads the store and in this process at once.

@@ -4,20 +4,21 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResponse, CreateTaskResult, InputRequiredResult, Task, TaskStatus};
 use tokio::sync::Notify;
 
 use super::client::Client;
+use super::in_band::{self, Answered};
 use super::records::{self, Run};
 use super::state::{kept, millis};
-use crate::approval::{Request, State};
+use crate::approval::Request;
 use crate::call::{Serving, Tool, answers};
 use crate::error::Running;
 use crate::key::Key;
-use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, now_ms, rfc3339};
+use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, rfc3339};
 
 tokio::task_local! {
     /// Set while a `tools/call` is served through `#[idem::tasks]`.
@@ -42,6 +43,8 @@ struct ServedState {
     running: Option<(Instant, CallToolResponse)>,
     /// The question the call answers with instead of APPROVAL_REQUIRED (MCP 2026-07-28).
     input_required: Option<InputRequiredResult>,
+    /// The call's own answer to a question did not read: the call is refused with this.
+    refused: Option<ErrorData>,
 }
 
 impl Served {
@@ -83,6 +86,9 @@ where
                 )),
             };
             let mut state = served.lock();
+            if let Some(refused) = state.refused.take() {
+                return Err(refused);
+            }
             match (state.answered.take(), state.input_required.take()) {
                 (Some(task), _) => Ok(CallToolResponse::Task(task)),
                 (None, Some(question)) => Ok(CallToolResponse::InputRequired(question)),
@@ -209,20 +215,30 @@ impl Serving for Tasks {
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             let Some(served) = served_here() else { return false };
-            let answered = served.client.responses.as_ref().is_some_and(|r| r.contains_key(super::APPROVAL_INPUT));
-            if served.client.offered && !answered {
+            // An answer the client sent with the call counts only as the answer to the
+            // question asked (its `requestState`); any other changes nothing.
+            match in_band::answered(tool, key, asked, store, &served.client).await {
+                Answered::Taken => return true,
+                Answered::Refused(refused) => {
+                    served.lock().refused = Some(refused);
+                    return false;
+                }
+                Answered::Not => {}
+            }
+            if served.client.offered {
                 // A tasks client gets the waiting call as a task at once: `input_required`
                 // with the question, answered by `tasks/update` or decided out of band.
                 match awaiting_task(tool, key, asked, store).await {
                     Ok(task) => {
                         served.lock().running = Some((Instant::now(), CallToolResponse::Task(task)));
                         served.changed.notify_one();
-                        return decided(tool, key, asked, store).await;
+                        in_band::decided(tool, key, asked, store).await;
+                        return true;
                     }
                     Err(error) => unrecorded(tool, &error),
                 }
             }
-            super::in_band::ask(tool, key, asked, store, &served.client, |question| {
+            in_band::ask(tool, key, asked, store, &served.client, |question| {
                 served.lock().input_required = Some(question);
             })
             .await
@@ -268,35 +284,8 @@ async fn awaiting_task(
     let mut task = task_of(tool, store, &run).await?;
     task.status = TaskStatus::InputRequired;
     task.status_message = Some(format!("waiting for a person's approval: {}", asked.text));
-    task.poll_interval_ms = Some(millis(MOST_BETWEEN_READS));
+    task.poll_interval_ms = Some(millis(in_band::MOST_BETWEEN_READS));
     Ok(CreateTaskResult::new(task))
-}
-
-/// The longest a call waiting for approval goes without reading whether it was decided.
-const MOST_BETWEEN_READS: Duration = Duration::from_secs(1);
-
-/// Waits, reading the store, until the approval `asked` is no longer waiting: decided (here,
-/// by another worker, or by an operator), declined by a cancel, reopened, or expired.
-/// `true`: the driver asks the gate again, and runs the action if it was approved.
-async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn AsyncStore) -> bool {
-    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let mut pause = Duration::from_millis(10);
-    loop {
-        match crate::approval::state(store, id).await {
-            Ok(Some(State::Pending(request))) if request.asked_at_ms == asked.asked_at_ms => {}
-            Ok(_) => return true,
-            // A store that fails is read again; past the request's expiry the gate answers.
-            Err(error) => {
-                tracing::debug!(target: "idem", tool = tool.name, %error, "could not read whether the approval was decided")
-            }
-        }
-        let left = asked.expires_at_ms.saturating_sub(now_ms());
-        if left <= 0 {
-            return true;
-        }
-        tokio::time::sleep(pause.min(Duration::from_millis(left.unsigned_abs()))).await;
-        pause = (pause * 2).min(MOST_BETWEEN_READS);
-    }
 }
 
 /// The task of `run`, made (with its record in the store) unless it exists.
