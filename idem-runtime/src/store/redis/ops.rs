@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::fields::{self, hash, record_key, running_index, settled_index, texts, window_prefix, windows_index};
+use super::fields::{
+    self, hash, legacy_window_prefix, record_key, running_index, settled_index, texts, window_prefix, windows_index,
+};
 use super::io::{block_on, run};
 use super::scripts::SCRIPTS;
 use super::{RedisStore, TOMBSTONE};
@@ -87,6 +89,7 @@ impl RedisStore {
                 invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
                 invocation.arg(WINDOWS_KEPT_MS);
+                invocation.arg(legacy_window_prefix(&self.prefix, charge.budget, Some(charge.scope)));
                 self.script_replicated("reserve", invocation, true).await?
             }
         };
