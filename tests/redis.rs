@@ -50,6 +50,14 @@ impl Shop {
         Ok(order)
     }
 
+    /// `pay`, as an async tool: its calls on a multi-threaded runtime use a connection that
+    /// runtime drives.
+    #[idempotent(key = "pay:<order>", namespace = "redis.pay_async", lease = "1h", store = self.store)]
+    async fn pay_async(&self, order: u32) -> Result<u32, idem::Error> {
+        *self.effects.lock().unwrap().entry(1000 + order).or_default() += 1;
+        Ok(order)
+    }
+
     fn effects(&self, order: u32) -> u32 {
         self.effects.lock().unwrap().get(&order).copied().unwrap_or(0)
     }
@@ -215,6 +223,31 @@ fn a_frozen_server_is_store_unavailable_within_the_deadline() {
     assert_eq!(shop.pay(2).unwrap_err().code(), ErrorCode::InProgress, "the frozen call's reservation landed");
     assert_eq!(shop.pay(3).unwrap(), 3);
     assert_eq!((shop.effects(2), shop.effects(3)), (0, 1));
+}
+
+/// A server that restarts (SIGTERM, then SIGKILL, each time started again): the next call
+/// on each connection (the store's thread's, for sync calls, and a runtime's, for async
+/// ones) connects again and runs, as the docs say, instead of answering STORE_UNAVAILABLE
+/// "broken pipe"; nothing runs twice.
+#[test]
+fn after_a_restart_the_next_call_on_each_connection_connects_again() {
+    let test = "after_a_restart_the_next_call_on_each_connection_connects_again";
+    let Some(mut server) = Server::start(test, &["--appendonly", "yes", "--appendfsync", "always"]) else { return };
+    let shop = Shop::on(&server.url());
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    assert_eq!(shop.pay(1).unwrap(), 1);
+    assert_eq!(runtime.block_on(shop.pay_async(1)).unwrap(), 1);
+    let stops: [(&str, fn(&mut Server)); 2] = [("SIGTERM", Server::stop), ("SIGKILL", Server::kill)];
+    for (round, (how, stop)) in (2..).zip(stops) {
+        stop(&mut server);
+        server.restart();
+        let sync = shop.pay(round);
+        assert_eq!(sync.map_err(|e| e.to_string()), Ok(round), "the first sync call after a {how} and a start");
+        let async_ = runtime.block_on(shop.pay_async(round));
+        assert_eq!(async_.map_err(|e| e.to_string()), Ok(round), "the first async call after a {how} and a start");
+        assert_eq!((shop.pay(1).unwrap(), runtime.block_on(shop.pay_async(1)).unwrap()), (1, 1), "replays");
+    }
+    assert_eq!(shop.most_effects(), 1, "nothing ran twice");
 }
 
 /// A server that is gone: STORE_UNAVAILABLE, and the body does not run.

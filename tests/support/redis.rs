@@ -150,6 +150,16 @@ impl Server {
         }
     }
 
+    /// SIGTERM, as a service manager stops a server: it shuts down (closing its clients'
+    /// connections) and exits; this returns once it has.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id().to_string();
+            assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+            child.wait().unwrap();
+        }
+    }
+
     /// SIGSTOP: the server keeps its connections and answers nothing.
     pub fn freeze(&self) {
         self.signal("-STOP");

@@ -218,13 +218,9 @@ impl RedisStoreBuilder {
     fn make(self, mark: bool) -> Result<RedisStore, StoreError> {
         let described = format!("Redis {} (prefix {})", without_password(&self.url), self.prefix);
         let bad_url = |e: redis::RedisError| StoreError::Backend(format!("{described}: the URL: {e}").into());
-        // No Nagle: a multiplexed connection writes calls as they come, and a small write
-        // held for a delayed ACK costs a call 40 ms.
         let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str()).map_err(bad_url)?;
-        let info = info.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
-        let client = redis::Client::open(info).map_err(bad_url)?;
         let link = Link {
-            client,
+            info,
             connections: Mutex::new(HashMap::new()),
             timeout: self.operation_timeout,
             described,
