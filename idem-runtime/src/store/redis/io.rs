@@ -112,6 +112,9 @@ pub(super) struct Failure {
     store: String,
     operation: &'static str,
     reason: String,
+    /// `TimedOut` when the store waited its whole deadline (no answer, a `WAIT` that fell
+    /// short): idem then does not write a completion again (see `Store::complete`).
+    timed_out: Option<std::io::Error>,
 }
 
 impl std::fmt::Display for Failure {
@@ -120,11 +123,23 @@ impl std::fmt::Display for Failure {
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.timed_out.as_ref().map(|e| e as _)
+    }
+}
 
 impl Link {
     pub(super) fn failed(&self, operation: &'static str, reason: impl Into<String>) -> StoreError {
-        StoreError::Backend(Box::new(Failure { store: self.described.clone(), operation, reason: reason.into() }))
+        let (store, reason) = (self.described.clone(), reason.into());
+        StoreError::Backend(Box::new(Failure { store, operation, reason, timed_out: None }))
+    }
+
+    /// A failure after waiting the whole deadline for it (see [`Failure::timed_out`]).
+    pub(super) fn ran_out_of_time(&self, operation: &'static str, reason: impl Into<String>) -> StoreError {
+        let (store, reason) = (self.described.clone(), reason.into());
+        let timed_out = Some(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        StoreError::Backend(Box::new(Failure { store, operation, reason, timed_out }))
     }
 
     /// The live connection of `driver`, opened (on the runtime that polls this, which is the
@@ -242,11 +257,14 @@ where
             {
                 link.forget(driver);
             }
-            Err(link.failed(operation, error.to_string()))
+            match error.is_timeout() {
+                true => Err(link.ran_out_of_time(operation, error.to_string())),
+                false => Err(link.failed(operation, error.to_string())),
+            }
         }
         None => {
             link.forget(driver);
-            Err(link.failed(
+            Err(link.ran_out_of_time(
                 operation,
                 format!(
                     "no answer within {} ms (RedisStoreBuilder::operation_timeout): the server or the network \

@@ -164,9 +164,11 @@ impl RedisStore {
         let operation = if token.is_some() { "complete" } else { "resolve" };
         let (reply, short) = self.script_replicated(operation, invocation, token.is_some()).await?;
         self.done_or_fenced(operation, reply)?;
+        // Written, but not on enough replicas: a failed completion, which idem does not
+        // write again (it would be fenced by the completion it already made).
         match short {
             Some(short) => {
-                Err(self.link.failed(operation, format!("{short}; the completion may be lost on a failover")))
+                Err(self.link.ran_out_of_time(operation, format!("{short}; the completion may be lost on a failover")))
             }
             None => Ok(()),
         }
