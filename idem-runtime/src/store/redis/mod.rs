@@ -45,8 +45,19 @@
 //!   and the server's clock in microseconds. A deleted record (a release) leaves a
 //!   tombstone with its last token for a day, and after that the clock alone keeps
 //!   tokens growing (unless the server's clock goes back).
-//! - Budget windows are hashes `<prefix>:b:...`, charged in the reservation's script and
-//!   kept a week after they end.
+//! - **Budget windows** are hashes named `<prefix>:b:<budget length>:<budget>:<scope
+//!   length>:<scope>:<start ms>` (`idem:b:7:refunds:0::1767225600000` for an unscoped
+//!   budget `refunds`'s window from 2026-01-01), text an operator can read with `redis-cli
+//!   --scan` and type back; the lengths keep names unambiguous whatever a name holds.
+//!   They are charged in the reservation's script and kept a week after they end. Sums
+//!   are exact over the whole documented range: the scripts add amounts with Redis's
+//!   64-bit integers (`HINCRBY`) and compare them in parts below 2^53, never as Lua's
+//!   doubles. Earlier versions of this store named windows with NUL bytes
+//!   (`<prefix>:b:<budget>\0<scope>\0<start>`); such a window keeps its name until it
+//!   expires: the window current at an upgrade is charged, refunded, listed and adjusted
+//!   under it, never counted again from zero beside it, and the windows after it get the
+//!   new names. (During a rolling deploy, a window that a newer worker starts is one the
+//!   older workers do not see.)
 //!
 //! # What each persistence setting can lose
 //!
@@ -79,8 +90,8 @@
 //! | --- | --- | --- |
 //! | server down, refusing connections | `STORE_UNAVAILABLE`; the body does not run | at once, or [`operation_timeout`](RedisStoreBuilder::operation_timeout) (5 s) |
 //! | server or network stops answering (a frozen server, a partition) | `STORE_UNAVAILABLE`; the connection is closed. A reservation sent just before may still reach the server once it answers again: that key then reads `IN_PROGRESS` until its lease ends, and is handled like any abandoned call; it never runs twice | `operation_timeout` |
-//! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`) | `operation_timeout` |
-//! | the server restarts | the next call connects again (scripts are loaded again as needed) | |
+//! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`), and an error event says so. A completion the server did not answer is not sent again: it may still land once the server answers, and retries then replay it. One that failed at once (a connection refused) is tried 3 times | `operation_timeout` |
+//! | the server restarts (SIGTERM, SIGKILL, a crash) | the next call connects again (scripts are loaded again as needed): a connection the server closed is replaced before a call is handed to it, so nothing was sent on it. A call already sent when the server went away answers `STORE_UNAVAILABLE` (the server may have run it) | |
 //!
 //! Messages name the store (`Redis 127.0.0.1:6379/0 (prefix idem)`, never a password),
 //! the operation and the reason.
@@ -171,9 +182,12 @@ impl RedisStoreBuilder {
     /// After each reservation and completion, `WAIT` for `replicas` replicas to have it,
     /// at most `timeout`. A reservation fewer replicas acknowledged answers
     /// `STORE_UNAVAILABLE` and its body does not run; the reservation is released (should
-    /// the release fail too, the key is handled like an abandoned call); a completion fewer replicas acknowledged is a
-    /// failed completion (the caller still gets the body's result, and an error event says
-    /// so). See the module docs for what this does not promise.
+    /// the release fail too, the key is handled like an abandoned call). A completion fewer
+    /// replicas acknowledged is a failed completion: the caller still gets the body's
+    /// result, an error event (`tracing`, with how many replicas acknowledged) and the
+    /// lifecycle event [`Happened::Unrecorded`](crate::telemetry::Happened::Unrecorded) say
+    /// so, and it is not written again: the primary has it, so retries replay it unless a
+    /// failover loses it. See the module docs for what this does not promise.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.wait = Some((replicas, timeout));
         self
