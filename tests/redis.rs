@@ -188,13 +188,18 @@ fn a_killed_server_with_appendfsync_always_makes_no_double_effect() {
     assert_eq!(shop.most_effects(), 1, "one effect per order at most");
 }
 
-/// `appendfsync everysec`: a killed process loses nothing it acknowledged either (its
-/// writes reached the operating system before the answer); only a crash of the machine
-/// loses up to a second, which a test cannot make here. The docs say both.
+/// `appendfsync everysec` on a disk that keeps up: a killed process loses nothing it
+/// acknowledged either (its writes reached the operating system before the answer). On a
+/// busy disk it can: while its background fsync runs, Redis holds writes back (up to 2 s)
+/// yet answers them, and a kill loses them (about one kill in ten on this machine's disk
+/// while other builds ran); a crash of the machine loses up to a second, which a test
+/// cannot make here. The docs say all three. Its files are on a tmpfs, so the test checks
+/// the first, whatever else the machine writes.
 #[test]
-fn a_killed_server_with_appendfsync_everysec_makes_no_double_effect() {
-    let test = "a_killed_server_with_appendfsync_everysec_makes_no_double_effect";
-    let Some(mut server) = Server::start(test, &["--appendonly", "yes", "--appendfsync", "everysec"]) else { return };
+fn a_killed_server_with_appendfsync_everysec_makes_no_double_effect_while_its_disk_keeps_up() {
+    let test = "a_killed_server_with_appendfsync_everysec_makes_no_double_effect_while_its_disk_keeps_up";
+    let options = ["--appendonly", "yes", "--appendfsync", "everysec"];
+    let Some(mut server) = Server::start_on_tmpfs(test, &options) else { return };
     let (shop, unavailable) = kill_under_load(&mut server);
     assert!(unavailable > 0, "the kill must land under load");
     assert_eq!(shop.most_effects(), 1, "one effect per order at most");
