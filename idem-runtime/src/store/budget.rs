@@ -149,7 +149,7 @@ pub(crate) fn raised_by(raised: i64, by: i64) -> Result<i64, super::StoreError> 
 /// The refusal of a raise of `by` that a window cannot count.
 pub(crate) fn uncountable_raise(by: i64) -> super::StoreError {
     super::StoreError::Refused(format!(
-        "a raise of {} would take the window's raises past {}, the most a window counts; nothing was changed",
+        "a raise of {} would take the window's raises past {}, the most a window counts",
         units(by),
         units(i64::MAX)
     ))
