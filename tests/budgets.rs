@@ -20,6 +20,10 @@ use idem::{Budget, ErrorCode, MemoryStore, SqliteStore, idempotent};
 static REFUNDS: Budget = Budget::count("tests.refunds", 5).per_day();
 /// At most 1,000 paid out per tenant per day.
 static PAID_OUT: Budget = Budget::sum_of("tests.paid_out", "amount", 1000.0).per_day();
+/// The most a sum budget allows: 9e12 per day.
+static MOST: Budget = Budget::sum_of("tests.most", "amount", 9e12).per_day();
+/// 9,010,000,000 per day: sums past 2^53 millionths.
+static BILLIONS: Budget = Budget::sum_of("tests.billions", "amount", 9.01e9).per_day();
 /// At most 1 gift per day; a person may allow more.
 static GIFTS: Budget = Budget::count("tests.gifts", 1).per_day();
 /// At most 2 pings per 300 ms window.
@@ -95,6 +99,22 @@ impl<S: idem::store::Store> Shop<S> {
         Ok(amount)
     }
 
+    /// Transfer the most a budget allows.
+    #[idempotent(key = "most:<order>", compare = [amount], scope = self.tenant, budget = MOST,
+        namespace = "tests::most", store = self.store)]
+    fn most(&self, order: String, amount: f64) -> Result<f64, idem::Error> {
+        effect(&order);
+        Ok(amount)
+    }
+
+    /// Transfer billions.
+    #[idempotent(key = "billions:<order>", compare = [amount], scope = self.tenant, budget = BILLIONS,
+        namespace = "tests::billions", store = self.store)]
+    fn billions(&self, order: String, amount: f64) -> Result<f64, idem::Error> {
+        effect(&order);
+        Ok(amount)
+    }
+
     /// Send a gift.
     #[idempotent(key = "gift:<gift>", compare = [value], budget = GIFTS, over_budget = approval,
         namespace = "tests::gift", store = self.store)]
@@ -151,6 +171,8 @@ trait ShopOps: Send + Sync {
     fn refund(&self, order: &str, amount: f64, fail: bool) -> Result<String, ShopError>;
     fn credit(&self, order: &str, amount: f64) -> Result<String, idem::Error>;
     fn payout(&self, order: &str, amount: f64) -> Result<f64, idem::Error>;
+    fn most(&self, order: &str, amount: f64) -> Result<f64, idem::Error>;
+    fn billions(&self, order: &str, amount: f64) -> Result<f64, idem::Error>;
     fn gift(&self, gift: &str, value: f64) -> Result<String, idem::Error>;
     fn ping(&self, what: &str) -> Result<String, idem::Error>;
 }
@@ -164,6 +186,12 @@ impl<S: idem::store::Store + 'static> ShopOps for Shop<S> {
     }
     fn payout(&self, order: &str, amount: f64) -> Result<f64, idem::Error> {
         Shop::payout(self, order.into(), amount)
+    }
+    fn most(&self, order: &str, amount: f64) -> Result<f64, idem::Error> {
+        Shop::most(self, order.into(), amount)
+    }
+    fn billions(&self, order: &str, amount: f64) -> Result<f64, idem::Error> {
+        Shop::billions(self, order.into(), amount)
     }
     fn gift(&self, gift: &str, value: f64) -> Result<String, idem::Error> {
         Shop::gift(self, gift.into(), value)
@@ -378,6 +406,37 @@ fn a_sum_budget_adds_up_the_compared_amount_exactly() {
         }
         assert_eq!(ran(&format!("{run}-bad")), 0);
         assert_eq!(used(&*open(), "tests.paid_out", &scope_of(run)), 1000.0);
+    });
+}
+
+/// The documented range's edges through real tools: two calls of 9e12 against a budget of
+/// 9e12 (PostgreSQL answered the second STORE_UNAVAILABLE, "bigint out of range"), and
+/// sums past 2^53 millionths (Redis let 10,000,000.000001 through a window of 9,000,000,000
+/// used of 9,010,000,000, its doubles rounding it away).
+#[test]
+fn sums_at_the_edges_of_the_range_are_exact_and_refused_over_budget() {
+    on_every_store("edges", |open, run| {
+        let shop = open().shop(run);
+        let used_exactly = |budget: &str| -> i64 {
+            let windows: Vec<_> = open().windows(budget).into_iter().filter(|w| w.scope == scope_of(run)).collect();
+            assert_eq!(windows.len(), 1, "one window: {windows:?}");
+            windows[0].used
+        };
+        assert_eq!(shop.most(&format!("{run}-most-1"), 9e12).unwrap(), 9e12);
+        for (order, amount) in [("most-2", 9e12), ("most-3", 0.000001)] {
+            let answer = shop.most(&format!("{run}-{order}"), amount).unwrap_err();
+            assert_eq!(answer.code(), ErrorCode::BudgetExceeded, "{amount} past a full 9e12: {answer}");
+            assert_eq!(ran(&format!("{run}-{order}")), 0);
+        }
+        assert_eq!(used_exactly("tests.most"), 9_000_000_000_000 * UNIT);
+
+        assert_eq!(shop.billions(&format!("{run}-nine"), 9e9).unwrap(), 9e9);
+        let answer = shop.billions(&format!("{run}-ten-and-a-millionth"), 10_000_000.000001).unwrap_err();
+        assert_eq!(answer.code(), ErrorCode::BudgetExceeded, "{answer}");
+        assert_eq!(used_exactly("tests.billions"), 9_000_000_000 * UNIT);
+        assert_eq!(shop.billions(&format!("{run}-ten"), 1e7).unwrap(), 1e7, "exactly up to the limit");
+        assert_eq!(used_exactly("tests.billions"), 9_010_000_000 * UNIT);
+        assert_eq!(code(shop.billions(&format!("{run}-one-more"), 0.000001)), ErrorCode::BudgetExceeded);
     });
 }
 

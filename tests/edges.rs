@@ -17,7 +17,11 @@
 //!   unknown identifier before anything is reserved.
 //! - `tenants`: `scope = expr` keeps each caller's records apart.
 //! - `pg_faults`: a PostgreSQL server or network that stops answering never hangs a call.
+//! - `completion_attempts`: a completion that fails is written again, unless the store
+//!   waited its whole deadline.
 
+#[path = "edges/completion_attempts.rs"]
+mod completion_attempts;
 #[path = "edges/custom_store.rs"]
 mod custom_store;
 #[path = "edges/default_store.rs"]

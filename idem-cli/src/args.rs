@@ -238,7 +238,8 @@ pub(crate) enum Command {
     /// The budget's current window for --scope (or for unscoped tools), or the one --window
     /// names. Prints the window first and asks (unless --yes); records who, when, the change
     /// and the note with the window (`budgets` shows them). The next window starts at the
-    /// limit in the code again. Refused, with nothing changed, when no such window exists.
+    /// limit in the code again. Refused, with nothing changed, when no such window exists,
+    /// or when the window's raises would pass 9223372036854.775807, the most a window counts.
     Raise {
         /// How much more the window may use: runs for a count budget, units of the summed
         /// field for a sum (above zero).

@@ -42,9 +42,14 @@
 //! - **Sums.** A sum budget adds up one of the tool's compared fields, as the model sends
 //!   it (so a repeat with another amount is a CONFLICT, never a second charge); a tool
 //!   whose `compare` lacks it does not compile. Amounts are kept in whole millionths, so
-//!   sums are exact to six decimals; a value that is not a number from 0 to 9e12 is
+//!   sums are exact to six decimals, on every store and over the whole range: amounts and
+//!   limits from 0 to 9e12 (a window of 9e12 takes one call of 9e12, then refuses even a
+//!   millionth more as `BUDGET_EXCEEDED`); a value that is not a number from 0 to 9e12 is
 //!   `INVALID_KEY` before anything is reserved. A call is refused when its amount would
-//!   take the window past the limit, even with room left for a smaller one.
+//!   take the window past the limit, even with room left for a smaller one. A window
+//!   counts up to 9,223,372,036,854.775807 (`i64::MAX` millionths): only calls approved
+//!   past the limit and operators' raises can get there, and one that would pass it is
+//!   refused (`BUDGET_EXCEEDED`, or the raise's error), never counted wrong.
 //! - **Asking a person instead.** With `over_budget = approval`, a call without room asks
 //!   for approval (the text says which budget is spent); once approved, it runs and is
 //!   charged past the limit. The request binds the action as any approval request does:

@@ -41,13 +41,31 @@ impl Server {
     /// Starts a server with `options` (e.g. `["--appendonly", "yes"]`), or `None` after
     /// saying loudly that `test` is skipped when `redis-server` is not installed.
     pub fn start(test: &str, options: &[&str]) -> Option<Server> {
+        Server::start_in(test, options, tempfile::tempdir().unwrap())
+    }
+
+    /// [`Server::start`] with its files in memory (a tmpfs, `/dev/shm`), on a disk that
+    /// always keeps up: its fsyncs take no time, whatever else the machine writes. `None`,
+    /// saying so, where there is no `/dev/shm`.
+    pub fn start_on_tmpfs(test: &str, options: &[&str]) -> Option<Server> {
+        match tempfile::tempdir_in("/dev/shm") {
+            Ok(dir) => Server::start_in(test, options, dir),
+            Err(e) => {
+                assert!(!under_ci(), "{test}: no tmpfs at /dev/shm under CI: {e}");
+                let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no tmpfs at /dev/shm ({e})");
+                None
+            }
+        }
+    }
+
+    fn start_in(test: &str, options: &[&str], dir: tempfile::TempDir) -> Option<Server> {
         if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
             assert!(!under_ci(), "{test}: redis-server is not installed under CI (see .ci/redis)");
             let _ = writeln!(std::io::stderr(), "SKIPPED {test}: install redis-server");
             return None;
         }
         let options = options.iter().map(|option| option.to_string()).collect();
-        let mut server = Server { dir: tempfile::tempdir().unwrap(), port: 0, options, child: None };
+        let mut server = Server { dir, port: 0, options, child: None };
         // A port below Linux's ephemeral range (32768-60999), which outgoing connections
         // take: a killed server's port stays free for its restart. Taken ones are skipped.
         let seed = std::process::id() as u64 * 7919 + std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos() as u64;
@@ -100,7 +118,8 @@ impl Server {
     }
 
     /// Starts the server on its port; `false` when it exits at once (the port is taken).
-    /// The server that answers must be this one: its `process_id` is the child's.
+    /// The server that answers must be this one (its `process_id` is the child's), and it
+    /// must have loaded what it persisted: until then it answers every command `LOADING`.
     fn spawn(&mut self) -> bool {
         let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
@@ -115,7 +134,9 @@ impl Server {
             if child.try_wait().unwrap().is_some() {
                 return false;
             }
-            if self.process_id() == Some(child.id()) {
+            if self.process_id() == Some(child.id())
+                && self.info_field("persistence", "loading").as_deref() == Some("0")
+            {
                 self.child = Some(child);
                 return true;
             }
@@ -126,26 +147,43 @@ impl Server {
 
     /// The process id of the server that answers on the port now, if one does.
     fn process_id(&self) -> Option<u32> {
+        self.info_field("server", "process_id")?.parse().ok()
+    }
+
+    /// One field of `INFO section` from the server that answers on the port now, if one
+    /// does.
+    fn info_field(&self, section: &str, field: &str) -> Option<String> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-        stream.write_all(b"INFO server\r\n").ok()?;
+        stream.write_all(format!("INFO {section}\r\n").as_bytes()).ok()?;
+        let name = format!("\n{field}:"); // a line of its own: `async_loading:` is not `loading:`
         let mut reply = String::new();
         let mut buffer = [0; 4096];
-        while !reply.contains("process_id:") || !reply[reply.find("process_id:")?..].contains('\n') {
+        while !reply.contains(&name) || !reply[reply.find(&name)?..].contains('\n') {
             let read = stream.read(&mut buffer).ok()?;
             if read == 0 {
                 return None;
             }
             reply.push_str(&String::from_utf8_lossy(&buffer[..read]));
         }
-        let at = reply.find("process_id:")? + "process_id:".len();
-        reply[at..].lines().next()?.trim().parse().ok()
+        let at = reply.find(&name)? + name.len();
+        Some(reply[at..].lines().next()?.trim().to_owned())
     }
 
     /// SIGKILL: the server gets no chance to write anything more.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    /// SIGTERM, as a service manager stops a server: it shuts down (closing its clients'
+    /// connections) and exits; this returns once it has.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id().to_string();
+            assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
             child.wait().unwrap();
         }
     }

@@ -45,7 +45,8 @@ impl<O> Ran<O> {
 }
 
 /// How often a completion is written before the body's result is returned unrecorded:
-/// the store's own waits (SQLite's busy timeout, a pool's checkout) pace the attempts.
+/// the store's own waits (SQLite's busy timeout, a pool's checkout) pace the attempts. A
+/// store that waited its whole deadline is not asked again (see `Store::complete`).
 const COMPLETE_ATTEMPTS: usize = 3;
 
 pub(crate) async fn drive<S, O, B, H, P>(
@@ -168,8 +169,9 @@ where
             let completion = completion.as_completion();
             let mut result = store.complete(id, token, completion, tool.retain).await;
             for _ in 1..COMPLETE_ATTEMPTS {
-                if !matches!(result, Err(StoreError::Backend(_))) {
-                    break;
+                match &result {
+                    Err(error @ StoreError::Backend(_)) if !error.ran_out_of_time() => {}
+                    _ => break,
                 }
                 result = store.complete(id, token, completion, tool.retain).await;
             }

@@ -131,6 +131,30 @@ pub struct Adjustment<'a> {
 /// removes it: long enough for an operator to see last week's use.
 pub const WINDOWS_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
 
+/// Whether a window that used `used` of `limit + raised` can take `charge`: within its
+/// limit (unless `charge.past_limit`), and within what a window counts (`i64::MAX`
+/// millionths, even approved). Exact for every value: the sums are made in `i128`.
+pub(crate) fn takes(used: i64, raised: i64, charge: &Charge<'_>) -> bool {
+    let after = i128::from(used) + i128::from(charge.amount);
+    let allowed = i128::from(charge.limit) + i128::from(raised);
+    after <= i128::from(i64::MAX) && (charge.past_limit || after <= allowed)
+}
+
+/// What a window's `raised` becomes after a raise of `by`: refused when a window cannot
+/// count it (past `i64::MAX` millionths), as every store refuses it.
+pub(crate) fn raised_by(raised: i64, by: i64) -> Result<i64, super::StoreError> {
+    raised.checked_add(by).ok_or_else(|| uncountable_raise(by))
+}
+
+/// The refusal of a raise of `by` that a window cannot count.
+pub(crate) fn uncountable_raise(by: i64) -> super::StoreError {
+    super::StoreError::Refused(format!(
+        "a raise of {} would take the window's raises past {}, the most a window counts",
+        units(by),
+        units(i64::MAX)
+    ))
+}
+
 /// The start of the window of `window_ms` that holds `now_ms`.
 pub fn window_start(now_ms: i64, window_ms: i64) -> i64 {
     now_ms - now_ms.rem_euclid(window_ms.max(1))

@@ -440,6 +440,22 @@ impl std::fmt::Display for StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the store gave up waiting for an answer: a [`Backend`](StoreError::Backend)
+    /// error that is, or was caused by, an [`std::io::Error`] of kind `TimedOut`.
+    pub(crate) fn ran_out_of_time(&self) -> bool {
+        let StoreError::Backend(error) = self else { return false };
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**error);
+        while let Some(error) = cause {
+            if error.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
+                return true;
+            }
+            cause = error.source();
+        }
+        false
+    }
+}
+
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -470,9 +486,12 @@ pub trait Store: Send + Sync {
     /// atomic write, and the record remembers its charge. It makes no record and charges
     /// nothing ([`Reservation::OverBudget`], with the window) when the charge would take the
     /// window's use past its limit (plus what operators raised it by), unless
-    /// `charge.past_limit`. A record that exists is returned as `reserve` returns it, and
-    /// nothing is charged. Of concurrent calls, the charges that pass are exactly those that
-    /// fit: the check and the charge are one step.
+    /// `charge.past_limit`, nor when it would take the window's use past `i64::MAX`
+    /// millionths, the most a window counts, even with `charge.past_limit`. Sums are exact
+    /// over the whole range (amounts and limits up to 9e12 units are 9 × 10^18 millionths:
+    /// add them without overflow, and not in doubles). A record that exists is returned as
+    /// `reserve` returns it, and nothing is charged. Of concurrent calls, the charges that
+    /// pass are exactly those that fit: the check and the charge are one step.
     ///
     /// Later operations keep the charge ([`complete`](Store::complete),
     /// [`take_over`](Store::take_over), [`abandon`](Store::abandon): an effect may have
@@ -504,6 +523,12 @@ pub trait Store: Send + Sync {
 
     /// Settles the in-progress record held by `token`, to be kept for at least `retain`.
     /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
+    ///
+    /// idem writes a completion that failed with [`StoreError::Backend`] up to 3 times,
+    /// unless the failure says the store waited its whole deadline for an answer (its error
+    /// is, or has as a [`source`](std::error::Error::source), an [`std::io::Error`] of kind
+    /// [`TimedOut`](std::io::ErrorKind::TimedOut)): another attempt would make the caller
+    /// wait as long again, and what was sent may still land once the store answers.
     fn complete(
         &self,
         id: RecordId<'_>,

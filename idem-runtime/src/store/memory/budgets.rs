@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::store::StoreError;
 use crate::store::budget::{
     Adjusted, Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, WINDOWS_KEPT_MS, change_text,
-    check_adjustment, window_start,
+    check_adjustment, raised_by, takes, window_start,
 };
 
 /// Windows by (budget, scope, start).
@@ -40,9 +40,7 @@ impl Budgets {
         let key = (charge.budget.to_owned(), charge.scope.to_owned(), start_ms);
         let fresh = Window { window_ms: charge.window_ms, used: 0, limit: charge.limit, raised: 0, adjusted: None };
         let current = self.0.get(&key).unwrap_or(&fresh);
-        if !charge.past_limit
-            && current.used.saturating_add(charge.amount) > charge.limit.saturating_add(current.raised)
-        {
+        if !takes(current.used, current.raised, charge) {
             // Refused, as the SQL stores refuse: nothing changes, not even a window made.
             let mut refused = current.read(&key);
             refused.limit = charge.limit;
@@ -50,7 +48,7 @@ impl Budgets {
         }
         let window = self.0.entry(key.clone()).or_insert(fresh);
         window.limit = charge.limit;
-        window.used = window.used.saturating_add(charge.amount);
+        window.used += charge.amount;
         Ok(Charged { budget: key.0, scope: key.1, start_ms, amount: charge.amount })
     }
 
@@ -85,7 +83,7 @@ impl Budgets {
         let window = self.0.get_mut(&key).ok_or(StoreError::Fenced)?;
         let change = change_text(adjustment.change, window.used);
         match adjustment.change {
-            BudgetChange::Raise(by) => window.raised = window.raised.saturating_add(by),
+            BudgetChange::Raise(by) => window.raised = raised_by(window.raised, by)?,
             BudgetChange::Reset => window.used = 0,
         }
         let (by, note) = (adjustment.by.to_owned(), adjustment.note.to_owned());

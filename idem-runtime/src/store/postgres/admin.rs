@@ -11,7 +11,9 @@ use super::ops::{decode, unix_ms};
 use super::pool::block_on;
 use super::schema::{COLUMNS, NOW, NOW_MS, WINDOW_COLUMNS, set_lock_timeout};
 use super::{PgStore, backend, duration_ms};
-use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, change_text, check_adjustment};
+use crate::store::budget::{
+    Adjustment, BudgetChange, BudgetQuery, BudgetWindow, change_text, check_adjustment, raised_by,
+};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl PgStore {
@@ -217,7 +219,9 @@ impl Admin for PgStore {
             tx.batch_execute(&set_lock_timeout(self.inner.lock_timeout)).await.map_err(backend)?;
             let found = tx.query_opt(&select, &[&budget, &scope, &start_ms]).await.map_err(backend)?;
             let Some(found) = found else { return Err(StoreError::Fenced) };
-            let change = change_text(adjustment.change, window_of(&found)?.used);
+            let found = window_of(&found)?;
+            raised_by(found.raised, raise)?;
+            let change = change_text(adjustment.change, found.used);
             let params: [&(dyn ToSql + Sync); 8] =
                 [&budget, &scope, &start_ms, &raise, &reset, &adjustment.by, &change, &adjustment.note];
             let adjusted = window_of(&tx.query_one(&update, &params).await.map_err(backend)?)?;

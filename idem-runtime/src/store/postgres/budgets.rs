@@ -3,7 +3,8 @@
 //!
 //! A charged reservation reads the record first (a repeat charges nothing and locks no
 //! window), then runs one READ COMMITTED transaction: the charge (`Sql::Charge`, one
-//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, which locks the
+//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, added in
+//! `numeric` so that sums past a `bigint` are refused rather than fail; it locks the
 //! window's row, so concurrent charges of one window take turns and each sees the last
 //! one's use), then the record's insert. A charge that does not fit, or a record that
 //! exists after all, rolls the transaction back: nothing charged, no record. The window's
@@ -23,7 +24,7 @@ use super::ops::{decode, locked_or_backend, token_of};
 use super::schema::{Sql, set_lock_timeout};
 use super::transaction::both;
 use super::{IDEM_LOCK_WAIT, PgStore, backend, duration_ms};
-use crate::store::budget::{Adjusted, BudgetWindow, Charge};
+use crate::store::budget::{Adjusted, BudgetWindow, Charge, takes};
 use crate::store::{RecordId, Reservation, Reserve, StoreError, Token};
 
 /// How often a charged reservation tries again when the record it lost to vanished
@@ -63,7 +64,9 @@ impl PgStore {
             let start_ms = match charged.map_err(backend)? {
                 Some(row) => {
                     let mut charged = window_of(&row)?;
-                    if charge.past_limit || charged.used <= charged.allowed() {
+                    // A window that existed took the charge only if it fit (the statement's
+                    // WHERE); a new one took it whatever it was.
+                    if takes(charged.used - charge.amount, charged.raised, &charge) {
                         charged.start_ms
                     } else {
                         // A new window that this one charge passes: as it was before it.

@@ -169,7 +169,11 @@
 //!   `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, which locks
 //!   its row until the commit, and inserts the record in the same transaction: concurrent
 //!   charges of one window take turns at that row, so the ones that pass are exactly those
-//!   that fit. A refusal, or a record that exists after all, rolls it all back.
+//!   that fit. A refusal, or a record that exists after all, rolls it all back. The check
+//!   adds in `numeric`: two amounts of 9e12 (9 × 10^18 millionths each) pass a `bigint`,
+//!   and a charge that does not fit is refused (`BUDGET_EXCEEDED`), never an error. A
+//!   window counts up to a `bigint`'s largest value (9,223,372,036,854.775807): a charge or
+//!   an operator's raise past it is refused, even one a person approved.
 //! - Tokens come from the sequence: a take-over sets `token = nextval(..)`, so a new holder
 //!   always has a larger token, and every fenced statement matches on `token`.
 //! - Every time is the server's `now()`, and a lease ends when `lease_until <= now()` in

@@ -55,6 +55,9 @@ pub(super) const NOW: &str = "date_trunc('milliseconds', now())";
 /// The server's clock in milliseconds since the epoch, as budget windows keep it.
 pub(super) const NOW_MS: &str = "(extract(epoch FROM date_trunc('milliseconds', now())) * 1000)::int8";
 
+/// The most a window counts, in millionths (`i64::MAX`): a charge past it is refused.
+const COUNTS_UP_TO: i64 = i64::MAX;
+
 /// A window's columns, in the order `budgets::window` reads them.
 pub(super) const WINDOW_COLUMNS: &str = "budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, \
                                          adjusted_at_ms, adjusted_change, adjusted_note";
@@ -187,13 +190,16 @@ impl Queries {
                  DELETE FROM {table} WHERE (namespace, key) IN (SELECT namespace, key FROM {table} \
                  WHERE retain_until <= now() AND state <> 'in_progress' LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
-            // The limit of the charge is the window's from now on (limits live in code).
+            // The limit of the charge is the window's from now on (limits live in code). The
+            // check adds in `numeric`: two amounts of 9e12 units pass a `bigint`, and a charge
+            // that does not fit must be refused, not fail.
             Sql::Charge => format!(
                 "INSERT INTO {budgets} AS w (budget, scope, start_ms, window_ms, used, lim) \
                  SELECT $1::text, $2::text, ms - mod(ms, greatest($3::int8, 1)), $3::int8, $5::int8, $4::int8 \
                  FROM (SELECT {NOW_MS} AS ms) AS now \
                  ON CONFLICT (budget, scope, start_ms) DO UPDATE SET used = w.used + excluded.used, lim = excluded.lim \
-                 WHERE $6::bool OR w.used + excluded.used <= excluded.lim + w.raised \
+                 WHERE w.used::numeric + excluded.used <= {COUNTS_UP_TO} \
+                 AND ($6::bool OR w.used::numeric + excluded.used <= excluded.lim::numeric + w.raised) \
                  RETURNING {WINDOW_COLUMNS}"
             ),
             Sql::InsertCharged => format!(

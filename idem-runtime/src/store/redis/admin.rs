@@ -9,12 +9,13 @@ use redis::Value;
 
 use super::RedisStore;
 use super::fields::{
-    self, namespace_prefix, record_key, running_index, settled_index, window_key, window_prefix, windows_index,
+    self, legacy_window_prefix, namespace_prefix, record_key, running_index, settled_index, window_key, window_prefix,
+    windows_index,
 };
 use super::io::block_on;
 use super::scripts::SCRIPTS;
 use crate::store::admin::selects;
-use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, check_adjustment};
+use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, check_adjustment, uncountable_raise};
 use crate::store::{Admin, Completion, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl RedisStore {
@@ -133,9 +134,17 @@ impl Admin for RedisStore {
                     members.query_async(&mut connection).await
                 })
                 .await?;
-            // Only the windows of the budget (and scope) asked for, by their names.
-            let wanted = query.budget.map(|budget| window_prefix(&self.prefix, budget, query.scope));
-            let names = names.into_iter().filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)));
+            // Only the windows of the budget (and scope) asked for, by their names (an older
+            // version's windows by theirs).
+            let wanted = query.budget.map(|budget| {
+                [
+                    window_prefix(&self.prefix, budget, query.scope),
+                    legacy_window_prefix(&self.prefix, budget, query.scope),
+                ]
+            });
+            let names = names.into_iter().filter(|name| {
+                wanted.as_ref().is_none_or(|wanted| wanted.iter().any(|wanted| name.starts_with(wanted)))
+            });
             self.read_keys("budgets", names.collect()).await
         })?;
         let mut listed = Vec::new();
@@ -162,11 +171,12 @@ impl Admin for RedisStore {
             BudgetChange::Reset => ("reset", 0),
         };
         let mut invocation = SCRIPTS.adjust.key(window_key(&self.prefix, budget, scope, start_ms));
+        invocation.key(format!("{}{start_ms}", legacy_window_prefix(&self.prefix, budget, Some(scope))));
         invocation.arg(kind).arg(by).arg(adjustment.by).arg(adjustment.note);
-        let reply = block_on(self.script("adjust budget", invocation))?;
-        if matches!(&reply, Value::Array(items) if items.is_empty()) {
-            return Err(StoreError::Fenced);
+        match block_on(self.script("adjust budget", invocation))? {
+            Value::Array(items) if items.is_empty() => Err(StoreError::Fenced),
+            Value::BulkString(text) if text == b"uncountable" => Err(uncountable_raise(by)),
+            reply => fields::window(&fields::hash(fields::texts(reply)?), (budget, scope), start_ms, 1, 0),
         }
-        fields::window(&fields::hash(fields::texts(reply)?), (budget, scope), start_ms, 1, 0)
     }
 }

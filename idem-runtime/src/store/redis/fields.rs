@@ -42,13 +42,25 @@ pub(super) fn windows_index(prefix: &str) -> String {
     format!("{prefix}:budgets")
 }
 
-/// A budget window's hash, as the scripts name it.
+/// A budget window's hash: `<prefix>:b:<budget length>:<budget>:<scope length>:<scope>:<start>`
+/// (`idem:b:7:refunds:0::1767225600000`), text an operator can read and type; the lengths
+/// keep names unambiguous whatever a budget or scope holds, as in records' names.
 pub(super) fn window_key(prefix: &str, budget: &str, scope: &str, start_ms: i64) -> String {
     format!("{}{start_ms}", window_prefix(prefix, budget, Some(scope)))
 }
 
 /// What the names of `budget`'s windows (of `scope`, if given) start with.
 pub(super) fn window_prefix(prefix: &str, budget: &str, scope: Option<&str>) -> String {
+    match scope {
+        Some(scope) => format!("{prefix}:b:{}:{budget}:{}:{scope}:", budget.len(), scope.len()),
+        None => format!("{prefix}:b:{}:{budget}:", budget.len()),
+    }
+}
+
+/// [`window_prefix`] as this store wrote it before its names were readable, with NUL bytes
+/// (`<prefix>:b:<budget>\0<scope>\0<start>`): a window an older version created keeps that
+/// name until it expires, so the scripts charge, refund and adjust it under it.
+pub(super) fn legacy_window_prefix(prefix: &str, budget: &str, scope: Option<&str>) -> String {
     match scope {
         Some(scope) => format!("{prefix}:b:{budget}\0{scope}\0"),
         None => format!("{prefix}:b:{budget}\0"),

@@ -12,6 +12,14 @@
 //! The deadline's timer runs on the store's thread, so it holds whatever polls the caller.
 //! A connection that failed or ran out of time is dropped, and the next operation opens a
 //! fresh one.
+//!
+//! The store spawns each connection's driver task itself (redis-rs's client would spawn it
+//! out of sight), to know when a connection is dead: its driver ends when the server closes
+//! the connection (a restart, SIGTERM or SIGKILL) or it fails. A dead connection is
+//! replaced before an operation is handed to it, so nothing was sent on it and nothing can
+//! run twice: the first call after a restart connects again instead of answering "broken
+//! pipe". An operation already handed to a connection that dies under it is not tried
+//! again (the server may have run it): it answers `STORE_UNAVAILABLE`.
 
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
@@ -21,7 +29,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, RedisError};
+use redis::{AsyncConnectionConfig, ConnectionAddr, RedisError};
 use tokio::runtime::{self, Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
@@ -64,10 +72,33 @@ fn driver_for_caller() -> Driver {
     }
 }
 
+/// A connection, and its driver task: the connection is dead once the task ended.
+#[derive(Clone)]
+pub(super) struct Connection {
+    multiplexed: MultiplexedConnection,
+    driver: Arc<DriverTask>,
+}
+
+/// The task that drives a connection's socket; stopped when no one holds the connection.
+struct DriverTask(tokio::task::JoinHandle<()>);
+
+impl Drop for DriverTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Connection {
+    /// Whether the connection can still carry a command: its driver has not ended.
+    fn alive(&self) -> bool {
+        !self.driver.0.is_finished()
+    }
+}
+
 /// What every operation needs: how to connect, the connections, the deadline, the name.
 pub(super) struct Link {
-    pub(super) client: redis::Client,
-    pub(super) connections: Mutex<HashMap<Driver, MultiplexedConnection>>,
+    pub(super) info: redis::ConnectionInfo,
+    pub(super) connections: Mutex<HashMap<Driver, Connection>>,
     pub(super) timeout: Duration,
     pub(super) described: String,
     /// Written once per connection, unless the store only opens existing ones (the command).
@@ -81,6 +112,9 @@ pub(super) struct Failure {
     store: String,
     operation: &'static str,
     reason: String,
+    /// `TimedOut` when the store waited its whole deadline (no answer, a `WAIT` that fell
+    /// short): idem then does not write a completion again (see `Store::complete`).
+    timed_out: Option<std::io::Error>,
 }
 
 impl std::fmt::Display for Failure {
@@ -89,31 +123,80 @@ impl std::fmt::Display for Failure {
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.timed_out.as_ref().map(|e| e as _)
+    }
+}
 
 impl Link {
     pub(super) fn failed(&self, operation: &'static str, reason: impl Into<String>) -> StoreError {
-        StoreError::Backend(Box::new(Failure { store: self.described.clone(), operation, reason: reason.into() }))
+        let (store, reason) = (self.described.clone(), reason.into());
+        StoreError::Backend(Box::new(Failure { store, operation, reason, timed_out: None }))
     }
 
-    /// The connection of `driver`, opened (on the runtime that polls this, which is the
-    /// driver's) when there is none.
-    async fn connection(&self, driver: Driver) -> Result<MultiplexedConnection, RedisError> {
-        if let Some(connection) = self.connections.lock().unwrap_or_else(PoisonError::into_inner).get(&driver) {
+    /// A failure after waiting the whole deadline for it (see [`Failure::timed_out`]).
+    pub(super) fn ran_out_of_time(&self, operation: &'static str, reason: impl Into<String>) -> StoreError {
+        let (store, reason) = (self.described.clone(), reason.into());
+        let timed_out = Some(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        StoreError::Backend(Box::new(Failure { store, operation, reason, timed_out }))
+    }
+
+    /// The live connection of `driver`, opened (on the runtime that polls this, which is the
+    /// driver's) when there is none or the one there is dead.
+    async fn connection(&self, driver: Driver) -> Result<Connection, RedisError> {
+        if let Some(connection) = self.connections.lock().unwrap_or_else(PoisonError::into_inner).get(&driver)
+            && connection.alive()
+        {
             return Ok(connection.clone());
         }
-        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(self.timeout)).set_response_timeout(None);
-        let mut connection = self.client.get_multiplexed_async_connection_with_config(&config).await?;
+        let mut connection = self.connect().await?;
         if let Some(marker) = &self.marker {
-            redis::cmd("SET").arg(marker).arg(super::MARKER_VERSION).arg("NX").exec_async(&mut connection).await?;
+            let mut set = redis::cmd("SET");
+            set.arg(marker).arg(super::MARKER_VERSION).arg("NX");
+            set.exec_async(&mut connection.multiplexed).await?;
         }
         self.connections.lock().unwrap_or_else(PoisonError::into_inner).insert(driver, connection.clone());
         Ok(connection)
     }
 
+    /// A new connection, its driver spawned on the current runtime. No Nagle: a multiplexed
+    /// connection writes calls as they come, and a small write held for a delayed ACK costs
+    /// a call 40 ms.
+    async fn connect(&self) -> Result<Connection, RedisError> {
+        let config = AsyncConnectionConfig::new().set_response_timeout(None);
+        let settings = self.info.redis_settings();
+        match self.info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                driven(settings, stream, config).await
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => driven(settings, tokio::net::UnixStream::connect(path).await?, config).await,
+            other => {
+                let why = format!("connecting to {other}: this build of the Redis store speaks plain TCP only");
+                Err(RedisError::from((redis::ErrorKind::InvalidClientConfig, "unsupported address", why)))
+            }
+        }
+    }
+
     fn forget(&self, driver: Driver) {
         self.connections.lock().unwrap_or_else(PoisonError::into_inner).remove(&driver);
     }
+}
+
+/// A connection over `stream`, its driver spawned on the current runtime.
+async fn driven<C>(
+    settings: &redis::RedisConnectionInfo,
+    stream: C,
+    config: AsyncConnectionConfig,
+) -> Result<Connection, RedisError>
+where
+    C: Unpin + tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (multiplexed, driver) = MultiplexedConnection::new_with_config(settings, stream, config).await?;
+    Ok(Connection { multiplexed, driver: Arc::new(DriverTask(tokio::spawn(driver))) })
 }
 
 /// Runs `call` on a connection of the caller's driver, within the store's deadline.
@@ -152,7 +235,11 @@ where
         let _timer = timer.enter();
         tokio::time::sleep(link.timeout)
     });
-    let mut work = pin!(async { call(link.connection(driver).await?).await });
+    // The connection is held until the call ends: its driver stops when no one holds it.
+    let mut work = pin!(async {
+        let connection = link.connection(driver).await?;
+        call(connection.multiplexed.clone()).await
+    });
     let answered = poll_fn(|cx| {
         if let Poll::Ready(done) = work.as_mut().poll(cx) {
             return Poll::Ready(Some(done));
@@ -170,11 +257,14 @@ where
             {
                 link.forget(driver);
             }
-            Err(link.failed(operation, error.to_string()))
+            match error.is_timeout() {
+                true => Err(link.ran_out_of_time(operation, error.to_string())),
+                false => Err(link.failed(operation, error.to_string())),
+            }
         }
         None => {
             link.forget(driver);
-            Err(link.failed(
+            Err(link.ran_out_of_time(
                 operation,
                 format!(
                     "no answer within {} ms (RedisStoreBuilder::operation_timeout): the server or the network \

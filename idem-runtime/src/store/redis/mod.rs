@@ -45,8 +45,19 @@
 //!   and the server's clock in microseconds. A deleted record (a release) leaves a
 //!   tombstone with its last token for a day, and after that the clock alone keeps
 //!   tokens growing (unless the server's clock goes back).
-//! - Budget windows are hashes `<prefix>:b:...`, charged in the reservation's script and
-//!   kept a week after they end.
+//! - **Budget windows** are hashes named `<prefix>:b:<budget length>:<budget>:<scope
+//!   length>:<scope>:<start ms>` (`idem:b:7:refunds:0::1767225600000` for an unscoped
+//!   budget `refunds`'s window from 2026-01-01), text an operator can read with `redis-cli
+//!   --scan` and type back; the lengths keep names unambiguous whatever a name holds.
+//!   They are charged in the reservation's script and kept a week after they end. Sums
+//!   are exact over the whole documented range: the scripts add amounts with Redis's
+//!   64-bit integers (`HINCRBY`) and compare them in parts below 2^53, never as Lua's
+//!   doubles. Earlier versions of this store named windows with NUL bytes
+//!   (`<prefix>:b:<budget>\0<scope>\0<start>`); such a window keeps its name until it
+//!   expires: the window current at an upgrade is charged, refunded, listed and adjusted
+//!   under it, never counted again from zero beside it, and the windows after it get the
+//!   new names. (During a rolling deploy, a window that a newer worker starts is one the
+//!   older workers do not see.)
 //!
 //! # What each persistence setting can lose
 //!
@@ -58,7 +69,7 @@
 //! | Redis configuration | what a crash or failover can lose | a retry after it |
 //! | --- | --- | --- |
 //! | `appendonly yes`, `appendfsync always` | nothing acknowledged: each write is on disk before the answer | finds the record |
-//! | `appendonly yes`, `appendfsync everysec` (Redis's default for the AOF) | on a crash of the machine (power, kernel), about the last second of writes; a killed Redis process loses nothing, since its writes reached the operating system before it answered | may run an action again whose reservation was in that second |
+//! | `appendonly yes`, `appendfsync everysec` (Redis's default for the AOF) | on a crash of the machine (power, kernel), about the last second of writes. A killed or crashed Redis process loses what it acknowledged while its once-a-second background fsync was still running: Redis then holds writes back from the operating system (up to 2 s) but answers them. On a disk that keeps up that is nothing; on a busy one, up to the last 2 s | may run an action again whose reservation was in those seconds |
 //! | `appendonly yes`, `appendfsync no` | on a crash of the machine, what the operating system had not written to disk (up to about 30 s on Linux) | may run those actions again |
 //! | RDB snapshots only (`save ...`) | on any restart, everything since the last snapshot (minutes) | may run those actions again |
 //! | no persistence | everything, on any restart | runs every action again |
@@ -66,8 +77,10 @@
 //! | the same with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas)`(n, t)` | fewer: a reservation is used only once `n` replicas acknowledged it (else `STORE_UNAVAILABLE`, the body does not run). `WAIT` does not make Redis strongly consistent: a failover may still pick a replica without the write | rare reruns |
 //!
 //! The repository's tests kill a server with SIGKILL under load and restart it: with
-//! `appendfsync always` and `everysec`, no action ran twice; without persistence, the
-//! actions completed before the restart ran again, as the table says.
+//! `appendfsync always`, no action ran twice; with `everysec`, none did on a disk that
+//! keeps up (a tmpfs), while on a busy disk about one kill in ten lost the writes Redis
+//! had acknowledged during a slow fsync; without persistence, the actions completed
+//! before the restart ran again, as the table says.
 //!
 //! For an effect that must never happen twice on a server crash, run Redis with
 //! `appendfsync always`, or use SQLite or PostgreSQL. An unknown outcome is never made a
@@ -79,8 +92,8 @@
 //! | --- | --- | --- |
 //! | server down, refusing connections | `STORE_UNAVAILABLE`; the body does not run | at once, or [`operation_timeout`](RedisStoreBuilder::operation_timeout) (5 s) |
 //! | server or network stops answering (a frozen server, a partition) | `STORE_UNAVAILABLE`; the connection is closed. A reservation sent just before may still reach the server once it answers again: that key then reads `IN_PROGRESS` until its lease ends, and is handled like any abandoned call; it never runs twice | `operation_timeout` |
-//! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`) | `operation_timeout` |
-//! | the server restarts | the next call connects again (scripts are loaded again as needed) | |
+//! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`), and an error event says so. A completion the server did not answer is not sent again: it may still land once the server answers, and retries then replay it. One that failed at once (a connection refused) is tried 3 times | `operation_timeout` |
+//! | the server restarts (SIGTERM, SIGKILL, a crash) | the next call connects again (scripts are loaded again as needed): a connection the server closed is replaced before a call is handed to it, so nothing was sent on it. A call already sent when the server went away answers `STORE_UNAVAILABLE` (the server may have run it), as does a call while the restarted server still loads what it persisted (Redis answers `LOADING`; the body does not run) | |
 //!
 //! Messages name the store (`Redis 127.0.0.1:6379/0 (prefix idem)`, never a password),
 //! the operation and the reason.
@@ -171,9 +184,12 @@ impl RedisStoreBuilder {
     /// After each reservation and completion, `WAIT` for `replicas` replicas to have it,
     /// at most `timeout`. A reservation fewer replicas acknowledged answers
     /// `STORE_UNAVAILABLE` and its body does not run; the reservation is released (should
-    /// the release fail too, the key is handled like an abandoned call); a completion fewer replicas acknowledged is a
-    /// failed completion (the caller still gets the body's result, and an error event says
-    /// so). See the module docs for what this does not promise.
+    /// the release fail too, the key is handled like an abandoned call). A completion fewer
+    /// replicas acknowledged is a failed completion: the caller still gets the body's
+    /// result, an error event (`tracing`, with how many replicas acknowledged) and the
+    /// lifecycle event [`Happened::Unrecorded`](crate::telemetry::Happened::Unrecorded) say
+    /// so, and it is not written again: the primary has it, so retries replay it unless a
+    /// failover loses it. See the module docs for what this does not promise.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.wait = Some((replicas, timeout));
         self
@@ -218,13 +234,9 @@ impl RedisStoreBuilder {
     fn make(self, mark: bool) -> Result<RedisStore, StoreError> {
         let described = format!("Redis {} (prefix {})", without_password(&self.url), self.prefix);
         let bad_url = |e: redis::RedisError| StoreError::Backend(format!("{described}: the URL: {e}").into());
-        // No Nagle: a multiplexed connection writes calls as they come, and a small write
-        // held for a delayed ACK costs a call 40 ms.
         let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str()).map_err(bad_url)?;
-        let info = info.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
-        let client = redis::Client::open(info).map_err(bad_url)?;
         let link = Link {
-            client,
+            info,
             connections: Mutex::new(HashMap::new()),
             timeout: self.operation_timeout,
             described,

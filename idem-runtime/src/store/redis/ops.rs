@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::fields::{self, hash, record_key, running_index, settled_index, texts, window_prefix, windows_index};
+use super::fields::{
+    self, hash, legacy_window_prefix, record_key, running_index, settled_index, texts, window_prefix, windows_index,
+};
 use super::io::{block_on, run};
 use super::scripts::SCRIPTS;
 use super::{RedisStore, TOMBSTONE};
@@ -87,6 +89,7 @@ impl RedisStore {
                 invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
                 invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
                 invocation.arg(WINDOWS_KEPT_MS);
+                invocation.arg(legacy_window_prefix(&self.prefix, charge.budget, Some(charge.scope)));
                 self.script_replicated("reserve", invocation, true).await?
             }
         };
@@ -161,9 +164,11 @@ impl RedisStore {
         let operation = if token.is_some() { "complete" } else { "resolve" };
         let (reply, short) = self.script_replicated(operation, invocation, token.is_some()).await?;
         self.done_or_fenced(operation, reply)?;
+        // Written, but not on enough replicas: a failed completion, which idem does not
+        // write again (it would be fenced by the completion it already made).
         match short {
             Some(short) => {
-                Err(self.link.failed(operation, format!("{short}; the completion may be lost on a failover")))
+                Err(self.link.ran_out_of_time(operation, format!("{short}; the completion may be lost on a failover")))
             }
             None => Ok(()),
         }

@@ -11,7 +11,9 @@
 //! the next reservation's token is larger (it expires; tokens also start from the server's
 //! clock in microseconds, so they keep growing after it is gone). Numbers are kept as
 //! decimal text; Lua's numbers are doubles, exact below 2^53 (server microseconds are
-//! about 2^51).
+//! about 2^51). Budget amounts are not: a window counts up to `i64::MAX` millionths, so the
+//! scripts add them with Redis's own 64-bit integers (`HINCRBY`) and compare them in two
+//! parts, each below 2^53 (`sum_exceeds`).
 
 use std::sync::LazyLock;
 
@@ -38,6 +40,27 @@ local function next_token(key)
   local previous = tonumber(redis.call('HGET', key, 'token') or '0') or 0
   return math.max(previous + 1, s * 1000000 + us)
 end
+-- An integer in decimal text as two numbers, high * 1e9 + low, each exact in a double.
+local function parts(text)
+  local negative = string.sub(text, 1, 1) == '-'
+  if negative then text = string.sub(text, 2) end
+  local high, low = tonumber(string.sub(text, 1, -10)) or 0, tonumber(string.sub(text, -9))
+  if negative then return -high, -low end
+  return high, low
+end
+-- Whether a + b > c + d, for integers in decimal text, exactly (their doubles may not be).
+local function sum_exceeds(a, b, c, d)
+  local ah, al = parts(a)
+  local bh, bl = parts(b)
+  local ch, cl = parts(c)
+  local dh, dl = parts(d)
+  local high, low = ah + bh - ch - dh, al + bl - cl - dl
+  while low < 0 do high, low = high - 1, low + 1e9 end
+  while low >= 1e9 do high, low = high + 1, low - 1e9 end
+  return high > 0 or (high == 0 and low > 0)
+end
+-- The most a budget window counts, in millionths: i64::MAX, as HINCRBY counts.
+local COUNTS_UP_TO = '9223372036854775807'
 local function expire_at(key, at)
   if at < 4503599627370496 then redis.call('PEXPIREAT', key, num(at)) end
 end
@@ -92,8 +115,11 @@ return {'acquired', create(KEYS[1], KEYS[2], now)}
 /// Reserve and charge a budget window in one step. KEYS: record, the running index, the
 /// windows' index. ARGV: request, lease ms, namespace, key, what the window's name starts
 /// with (its start follows: `fields::window_key`), budget, scope, window ms, limit,
-/// amount, past limit (`1`/`0`), how long a window is kept after it ends (ms). Returns as
-/// [`RESERVE`], or `{'over', start, field, value, ...}` with the window's fields.
+/// amount, past limit (`1`/`0`), how long a window is kept after it ends (ms), what the
+/// window's name started with before names were readable (`fields::legacy_window_prefix`:
+/// such a window, made by an older version, is charged under its name until it expires).
+/// Returns as [`RESERVE`], or `{'over', start, field, value, ...}` with the window's
+/// fields.
 const RESERVE_CHARGED: &str = with_prelude!(
     r#"
 local now = now_ms()
@@ -101,9 +127,13 @@ if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], no
 local window_ms = tonumber(ARGV[8])
 local start = num(now - (now % window_ms))
 local window = ARGV[5] .. start
+if redis.call('EXISTS', window) == 0 and redis.call('EXISTS', ARGV[13] .. start) == 1 then
+  window = ARGV[13] .. start
+end
 local w = redis.call('HMGET', window, 'used', 'raised')
-local used, raised = tonumber(w[1] or '0'), tonumber(w[2] or '0')
-if ARGV[11] ~= '1' and used + tonumber(ARGV[10]) > tonumber(ARGV[9]) + raised then
+local used, raised = w[1] or '0', w[2] or '0'
+if sum_exceeds(used, ARGV[10], COUNTS_UP_TO, '0')
+  or (ARGV[11] ~= '1' and sum_exceeds(used, ARGV[10], ARGV[9], raised)) then
   local found = redis.call('HGETALL', window)
   table.insert(found, 1, start)
   table.insert(found, 1, 'over')
@@ -249,23 +279,30 @@ end
 return 1
 "#;
 
-/// Raise a window's limit or reset its use, recording who and why. KEYS: window. ARGV:
-/// `raise` or `reset`, the raise (millionths), by, note. Returns `{field, value, ...}` as it
-/// now stands, or `{}` when no such window was charged.
+/// Raise a window's limit or reset its use, recording who and why. KEYS: window, its name
+/// before names were readable (an older version's window keeps it). ARGV: `raise` or
+/// `reset`, the raise (millionths), by, note. Returns `{field, value, ...}` as it now
+/// stands, `{}` when no such window was charged, or `uncountable` for a raise that would
+/// take the window's raises past what it counts (nothing changed).
 const ADJUST: &str = with_prelude!(
     r#"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local window = KEYS[1]
+if redis.call('EXISTS', window) == 0 then window = KEYS[2] end
+if redis.call('EXISTS', window) == 0 then return {} end
 local now = num(now_ms())
 local amount = ARGV[2]
 if ARGV[1] == 'raise' then
-  redis.call('HINCRBY', KEYS[1], 'raised', ARGV[2])
+  if sum_exceeds(redis.call('HGET', window, 'raised') or '0', amount, COUNTS_UP_TO, '0') then
+    return 'uncountable'
+  end
+  redis.call('HINCRBY', window, 'raised', amount)
 else
-  amount = redis.call('HGET', KEYS[1], 'used') or '0'
-  redis.call('HSET', KEYS[1], 'used', '0')
+  amount = redis.call('HGET', window, 'used') or '0'
+  redis.call('HSET', window, 'used', '0')
 end
-redis.call('HSET', KEYS[1], 'adj_by', ARGV[3], 'adj_at', now, 'adj_kind', ARGV[1], 'adj_amount', amount,
+redis.call('HSET', window, 'adj_by', ARGV[3], 'adj_at', now, 'adj_kind', ARGV[1], 'adj_amount', amount,
   'adj_note', ARGV[4])
-return redis.call('HGETALL', KEYS[1])
+return redis.call('HGETALL', window)
 "#
 );
 

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::RedisStore;
-use crate::store::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, Charge, UNIT};
+use crate::store::{
+    Admin, AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token,
+};
 use crate::testing::conformance::{
     check_admin, check_approvals, check_async_store, check_budgets, check_exclusive_reserve, check_store,
     check_unknown_state,
@@ -257,4 +260,74 @@ fn the_settled_index_forgets_what_redis_expired_without_a_purge() {
     let settled: i64 = command(&url, redis::cmd("ZCARD").arg(format!("{}:settled", store.prefix)));
     assert_eq!(settled, 1, "only the kept record is indexed");
     assert_eq!(Store::purge(&store, 100).unwrap(), 0);
+}
+
+/// A count budget's charge of one call against `limit` calls, in a window of 1000 years
+/// (it starts at the epoch: its name is known).
+fn one_of<'a>(budget: &'a str, scope: &'a str, limit: i64) -> Charge<'a> {
+    const AGES: i64 = 1000 * 365 * 24 * 3600 * 1000;
+    Charge { budget, scope, window_ms: AGES, limit: limit * UNIT, amount: UNIT, past_limit: false }
+}
+
+/// Budget windows have names an operator can read and type (`redis-cli --scan` used to cut
+/// them at a NUL byte): `<prefix>:b:<budget length>:<budget>:<scope length>:<scope>:<start>`.
+#[test]
+fn budget_windows_have_names_an_operator_can_read_and_type() {
+    let Some(url) = url("budget_windows_have_names_an_operator_can_read_and_type") else { return };
+    let store = store(&url);
+    for (key, scope) in [("unscoped", ""), ("scoped", "0123456789abcdef0123456789abcdef/")] {
+        let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
+        let reserved = Store::reserve_charged(&store, request, one_of("refunds", scope, 5)).unwrap();
+        assert!(matches!(reserved, Reservation::Acquired { .. }), "{reserved:?}");
+    }
+    let mut windows: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.prefix)));
+    windows.sort();
+    let expected = [
+        format!("{}:b:7:refunds:0::0", store.prefix),
+        format!("{}:b:7:refunds:33:0123456789abcdef0123456789abcdef/:0", store.prefix),
+    ];
+    assert_eq!(windows, expected, "names of text, without NUL or other control characters");
+    for name in &windows {
+        let used: String = command(&url, redis::cmd("HGET").arg(name).arg("used"));
+        assert_eq!(used, UNIT.to_string(), "{name} is the window charged");
+    }
+}
+
+/// A window an older version named with NUL bytes (`<prefix>:b:<budget>\0<scope>\0<start>`)
+/// is still the window: charged, refunded, listed and adjusted under its name until it
+/// expires, never counted again from zero beside it.
+#[test]
+fn a_window_an_older_version_named_is_charged_listed_and_adjusted_under_its_name() {
+    let Some(url) = url("a_window_an_older_version_named_is_charged_listed_and_adjusted_under_its_name") else {
+        return;
+    };
+    let store = store(&url);
+    let legacy = format!("{}:b:older\0\00", store.prefix);
+    let mut plant = redis::cmd("HSET");
+    plant.arg(&legacy).arg("budget").arg("older").arg("scope").arg("").arg("start").arg(0);
+    plant.arg("window").arg(1000_i64 * 365 * 24 * 3600 * 1000).arg("limit").arg(2 * UNIT).arg("raised").arg(0);
+    plant.arg("used").arg(UNIT);
+    let _: i64 = command(&url, &plant);
+    let _: i64 = command(&url, redis::cmd("SADD").arg(format!("{}:budgets", store.prefix)).arg(&legacy));
+
+    let charge = |key| {
+        Store::reserve_charged(
+            &store,
+            Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) },
+            one_of("older", "", 2),
+        )
+    };
+    let Ok(Reservation::Acquired { token }) = charge("second") else { panic!("the older window has room for one") };
+    assert!(matches!(charge("third"), Ok(Reservation::OverBudget(_))), "the older window's use counts");
+    let query = BudgetQuery { budget: Some("older"), scope: Some(""), current: false };
+    let listed = Admin::budgets(&store, &query).unwrap();
+    assert_eq!(listed.iter().map(|window| window.used).collect::<Vec<_>>(), [2 * UNIT], "one window: {listed:?}");
+    Store::release(&store, id("second"), token).unwrap();
+    let used: String = command(&url, redis::cmd("HGET").arg(&legacy).arg("used"));
+    assert_eq!(used, UNIT.to_string(), "the release refunds the older window");
+    let raise = Adjustment { window: ("older", "", 0), change: BudgetChange::Raise(UNIT), by: "ops", note: "upgrade" };
+    let raised = Admin::adjust_budget(&store, &raise).unwrap();
+    assert_eq!((raised.used, raised.raised), (UNIT, UNIT));
+    let names: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.prefix)));
+    assert_eq!(names, [legacy], "no second window beside the older one");
 }

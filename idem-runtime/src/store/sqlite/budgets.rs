@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use super::{SqliteStore, backend, duration_ms, read_record};
 use crate::store::budget::{
     Adjusted, Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, WINDOWS_KEPT_MS, change_text,
-    check_adjustment, window_start,
+    check_adjustment, raised_by, takes, window_start,
 };
 use crate::store::{RecordId, Reservation, Reserve, StoreError, Token};
 
@@ -110,7 +110,7 @@ impl SqliteStore {
             tx.prepare_cached(UPSERT_WINDOW).and_then(|mut stmt| stmt.execute(upsert)).map_err(backend)?;
             let window =
                 window_of(&tx, key)?.ok_or_else(|| StoreError::Backend("the window just written is gone".into()))?;
-            if !charge.past_limit && window.used.saturating_add(charge.amount) > window.allowed() {
+            if !takes(window.used, window.raised, charge) {
                 return Ok(Reservation::OverBudget(window));
             }
             let charged = params![charge.budget, charge.scope, start_ms, charge.amount];
@@ -184,7 +184,7 @@ impl SqliteStore {
                 tx.prepare_cached(NOW).and_then(|mut stmt| stmt.query_row([], |row| row.get(0))).map_err(backend)?;
             let change = change_text(adjustment.change, window.used);
             let (raise, reset) = match adjustment.change {
-                BudgetChange::Raise(by) => (by, false),
+                BudgetChange::Raise(by) => (raised_by(window.raised, by).map(|_| by)?, false),
                 BudgetChange::Reset => (0, true),
             };
             let (budget, scope, start_ms) = adjustment.window;

@@ -12,7 +12,7 @@ use crate::store::{Admin, Completion, RecordId, RecordState, Reservation, Reserv
 const NS: &str = "idem-conformance-budgets";
 /// A window of 1000 years: it starts at the epoch and holds every charge of these checks,
 /// so no check ever sees a window end under it.
-const AGES: i64 = 1000 * 365 * 24 * 3600 * 1000;
+pub(super) const AGES: i64 = 1000 * 365 * 24 * 3600 * 1000;
 /// A window of 10 years, which starts later than [`AGES`]' (for the listing's order).
 const DECADE: i64 = 10 * 365 * 24 * 3600 * 1000;
 const RACERS: usize = 32;
@@ -31,9 +31,10 @@ pub fn check_budgets<S: Admin>(make_store: impl Fn() -> S) {
     amounts_add_exactly_and_the_last_limit_holds(&make_store());
     budgets_and_scopes_are_separate_windows_listed_newest_first(&make_store());
     adjustments_are_recorded_refused_alike_and_fenced(&make_store());
+    super::budget_edges::sums_are_exact_at_the_edges_of_the_range(&make_store());
 }
 
-fn id(key: &str) -> RecordId<'_> {
+pub(super) fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: NS, key }
 }
 
@@ -42,7 +43,7 @@ fn count<'a>(budget: &'a str, scope: &'a str, limit: i64) -> Charge<'a> {
     Charge { budget, scope, window_ms: AGES, limit: limit * UNIT, amount: UNIT, past_limit: false }
 }
 
-fn charged(store: &impl Store, key: &str, charge: Charge<'_>) -> Reservation {
+pub(super) fn charged(store: &impl Store, key: &str, charge: Charge<'_>) -> Reservation {
     charged_for(store, key, charge, LONG)
 }
 
@@ -51,14 +52,14 @@ fn charged_for(store: &impl Store, key: &str, charge: Charge<'_>, lease: Duratio
     store.reserve_charged(request, charge).unwrap_or_else(|e| panic!("reserve_charged of {key} failed: {e}"))
 }
 
-fn acquired(store: &impl Store, key: &str, charge: Charge<'_>) -> Token {
+pub(super) fn acquired(store: &impl Store, key: &str, charge: Charge<'_>) -> Token {
     match charged(store, key, charge) {
         Reservation::Acquired { token } => token,
         other => panic!("a charge that fits its window must acquire {key}, got {other:?}"),
     }
 }
 
-fn over_budget(store: &impl Store, key: &str, charge: Charge<'_>) -> BudgetWindow {
+pub(super) fn over_budget(store: &impl Store, key: &str, charge: Charge<'_>) -> BudgetWindow {
     match charged(store, key, charge) {
         Reservation::OverBudget(window) => window,
         other => panic!("a charge that would pass its window's limit must be refused for {key}, got {other:?}"),
@@ -66,7 +67,7 @@ fn over_budget(store: &impl Store, key: &str, charge: Charge<'_>) -> BudgetWindo
 }
 
 /// The one window of `budget` and `scope` (none: `None`).
-fn window(store: &impl Admin, budget: &str, scope: &str) -> Option<BudgetWindow> {
+pub(super) fn window(store: &impl Admin, budget: &str, scope: &str) -> Option<BudgetWindow> {
     let query = BudgetQuery { budget: Some(budget), scope: Some(scope), current: false };
     let mut windows = store.budgets(&query).unwrap_or_else(|e| panic!("listing the budget {budget} failed: {e}"));
     assert!(windows.len() <= 1, "one window per budget, scope and start: {windows:?}");

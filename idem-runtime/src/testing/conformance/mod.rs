@@ -11,6 +11,7 @@ use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reser
 
 mod admin;
 mod approvals;
+mod budget_edges;
 mod budgets;
 mod race;
 mod renew;
