@@ -286,3 +286,6 @@ async fn scopes_come_from_the_context_never_from_the_arguments() {
     assert_eq!(dave, json!({"status": "not_found"}), "dave reads his own records only");
     assert_eq!(sent("carol/umbrella/"), 1);
 }
+
+#[path = "frameworks_adk/json_names.rs"]
+mod json_names;

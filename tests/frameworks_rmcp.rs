@@ -392,6 +392,8 @@ async fn records_written_under_rust_field_names_keep_matching() {
 mod approvals;
 #[path = "support/stable_identifiers.rs"]
 mod identifiers;
+#[path = "frameworks_rmcp/json_names.rs"]
+mod json_names;
 #[path = "frameworks_rmcp/stable_identifiers.rs"]
 mod stable_identifiers;
 #[path = "frameworks_rmcp/tasks.rs"]

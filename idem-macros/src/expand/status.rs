@@ -24,7 +24,10 @@
 //!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
 //! {
 //!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args.0);
+//!     // Where the JSON names of the fields are found (see `expand.rs`'s `arguments_schema`).
+//!     __IDEM_TOOL.json_names.read_from(::idem::__private::rmcp_arguments_schema::<Parameters<SendInvoice>>);
+//!     // Each field read by its JSON name: `customerId` under `#[serde(rename_all = "camelCase")]`.
+//!     let mut __idem_args = ::idem::__private::StatusArgs::new(&__IDEM_TOOL, &["customer", "period"], __idem_args.0);
 //!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
 //!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
 //!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
@@ -210,7 +213,6 @@ pub(super) fn status_json_fn(
         FnArg::Typed(_) if plan.store_inputs.contains(&i) => Some(strip_attrs(input, false).into_token_stream()),
         FnArg::Typed(_) => None,
     });
-    let tool_name = sig.ident.to_string();
     let names = &key.fields;
     let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, quote!(.0));
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
@@ -230,7 +232,7 @@ pub(super) fn status_json_fn(
             #where_clause
         {
             #tool
-            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args.0);
+            let mut #args = #krate::__private::StatusArgs::new(&__IDEM_TOOL, &[#(#names),*], #args.0);
             #(#reads)*
             let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
                 return ::core::result::Result::Err(#args.into_error());

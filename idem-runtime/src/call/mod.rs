@@ -18,7 +18,7 @@ mod namespace;
 mod renewer;
 mod serving;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod timeout;
 
 use std::future::Future;
@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use crate::compare::{ComparedValue, request_json};
 use crate::error::Error;
-use crate::key::{Key, KeyPart, Segment, build_key};
+use crate::json_names::JsonNames;
+use crate::key::{Key, KeyPart, Segment, build_key_named};
 use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
@@ -71,6 +72,10 @@ pub struct Tool {
     /// The same fields as written in `compare = [...]`, in the same order: the names
     /// records written before idem 0.1 used, still matched on a repeat.
     pub compare_written: &'static [&'static str],
+    /// The JSON names of the key and compared fields that come from the arguments the model
+    /// sends (`customerId` for `customer_id` under `#[serde(rename_all = "camelCase")]`):
+    /// the names answers show the model. Records keep the names above.
+    pub json_names: JsonNames,
     /// The generated status function's name, named in suggestions.
     pub status_fn: &'static str,
     /// How long a reservation holds without a renewal before an unfinished call counts
@@ -98,6 +103,18 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// What the model calls the key or compared field recorded as `name` (see
+    /// [`JsonNames::model_name`]).
+    pub(crate) fn model_name<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
+        self.json_names.model_name(name)
+    }
+
+    /// The key for `key_parts`, an INVALID_KEY error naming the field as the model knows it
+    /// and what `who` (the tool or its status function) was.
+    pub(crate) fn key(&self, who: &str, key_parts: &[&dyn KeyPart]) -> Result<Key, Error> {
+        build_key_named(who, self.template, key_parts, Some(&self.json_names))
+    }
+
     /// The tool as observation sees it.
     pub(crate) fn subject(&'static self) -> Subject {
         Subject { name: self.name, namespace: self.namespace, instruments: &self.instruments }
@@ -126,8 +143,8 @@ impl Call {
         let started = Instant::now();
         Call {
             tool,
-            key: claim(tool).and_then(|()| build_key(tool.name, tool.template, key_parts)),
-            request: request_json(tool.name, tool.compare, compared),
+            key: claim(tool).and_then(|()| tool.key(tool.name, key_parts)),
+            request: request_json(tool.name, tool.compare, compared, Some(&tool.json_names)),
             asks: None,
             described: None,
             started,
