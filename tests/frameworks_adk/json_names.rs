@@ -46,8 +46,10 @@ renamed_tool!("SCREAMING_SNAKE_CASE", ScreamingArgs, send_screaming);
 renamed_tool!("kebab-case", KebabArgs, send_kebab);
 renamed_tool!("SCREAMING-KEBAB-CASE", ShoutingKebabArgs, send_shouting_kebab);
 
-/// Each rule's tool and status tool, and the names it gives the three fields.
-fn rules() -> Vec<(&'static str, &'static dyn Tool, &'static dyn Tool, [&'static str; 3])> {
+/// A rule, its tool and status tool, and the names it gives the three fields.
+type Rule = (&'static str, &'static dyn Tool, &'static dyn Tool, [&'static str; 3]);
+
+fn rules() -> Vec<Rule> {
     vec![
         ("lowercase", &SendLower, &SendLowerStatus, ["customer_id", "billing_period", "amount_eur"]),
         ("UPPERCASE", &SendUpper, &SendUpperStatus, ["CUSTOMER_ID", "BILLING_PERIOD", "AMOUNT_EUR"]),

@@ -66,8 +66,8 @@ pub struct Tool {
     /// The parsed key template.
     pub template: &'static [Segment],
     /// The compared fields by the names the model sends them under (`amount` for
-    /// `req.amount` when `Parameters(req)` binds the arguments), sorted: the names in
-    /// stored requests and in CONFLICT messages.
+    /// `req.amount` when `Parameters(req)` binds the arguments) before serde's renames,
+    /// sorted: the names in stored requests (CONFLICT shows them through `json_names`).
     pub compare: &'static [&'static str],
     /// The same fields as written in `compare = [...]`, in the same order: the names
     /// records written before idem 0.1 used, still matched on a repeat.
