@@ -29,6 +29,13 @@ async fn connect<S: ServerHandler + Clone>(server: S) -> RunningService<RoleClie
     ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("the client connects")
 }
 
+/// The server's tools, as a client lists them for a model. Bounded: a server whose tool
+/// list cannot be built (a panic in its task) never answers.
+async fn tools(client: &RunningService<RoleClient, ()>) -> Vec<rmcp::model::Tool> {
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(20), client.list_all_tools()).await;
+    listed.expect("the tool list within 20 s").expect("the tool list builds")
+}
+
 /// Calls a tool as a model's client does; every idem answer is a tool result.
 async fn call(client: &RunningService<RoleClient, ()>, tool: &'static str, args: Value) -> CallToolResult {
     let args = args.as_object().expect("arguments are an object").clone();
@@ -97,7 +104,7 @@ rule_server!("SCREAMING-KEBAB-CASE", ShoutingKebabArgs, ShoutingKebabServer);
 
 /// What one rule's server must show and answer, with the names it gives the three fields.
 async fn check_rule(rule: &str, client: RunningService<RoleClient, ()>, [customer, period, amount]: [&str; 3]) {
-    let tools = client.list_all_tools().await.expect("the tool list builds");
+    let tools = tools(&client).await;
     let status = tools.iter().find(|tool| tool.name == "send_invoice_status").expect("a status tool");
     let status = serde_json::to_value(status).unwrap();
     let schema = &status["inputSchema"];
@@ -214,7 +221,7 @@ impl ServerHandler for Orders {}
 #[tokio::test]
 async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
     let client = connect(Orders::default()).await;
-    let tools = client.list_all_tools().await.expect("the tool list builds");
+    let tools = tools(&client).await;
     let status = serde_json::to_value(tools.iter().find(|tool| tool.name == "refund_status").unwrap()).unwrap();
     let properties = status["inputSchema"]["properties"].as_object().unwrap();
     assert_eq!(sorted(properties.keys()), ["billingCustomer", "orderNo"], "{status}");
@@ -245,7 +252,7 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
 async fn a_rename_the_attribute_does_not_name_is_explained_never_a_panic() {
     let client = connect(Orders::default()).await;
     // The tool list builds: the status tool is there, without the field it cannot find.
-    let tools = client.list_all_tools().await.expect("the tool list builds");
+    let tools = tools(&client).await;
     let status = serde_json::to_value(tools.iter().find(|tool| tool.name == "ship_status").unwrap()).unwrap();
     assert!(status["inputSchema"]["properties"].as_object().unwrap().is_empty(), "{status}");
 
