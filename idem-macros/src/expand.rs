@@ -215,8 +215,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
     };
     let approval = approval::policy(plan);
     let budget = budget::policy(plan);
-    let (given_rust, given_json): (Vec<&String>, Vec<&String>) =
-        plan.json_names.given.iter().map(|(rust, json)| (rust, json)).unzip();
+    let given = plan.json_names.given_tokens();
     let json_paths = &plan.json_names.paths;
     let read_json_names = arguments_schema(plan, item).map(|schema| quote!(__IDEM_TOOL.json_names.read_from(#schema);));
     quote! {
@@ -238,7 +237,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             budget: #budget,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
-            json_names: #krate::__private::JsonNames::new(&[#((#given_rust, #given_json)),*], &[#(#json_paths),*]),
+            json_names: #krate::__private::JsonNames::new(#given, &[#(#json_paths),*]),
         };
         #read_json_names
     }

@@ -7,6 +7,8 @@
 //! `Parameters<T>` or an ADK-Rust argument struct) that is a key or compared field, or on
 //! the way to one (`args.customer` for `<args.customer.id>`), listed once, with a name.
 
+use proc_macro2::TokenStream;
+use quote::quote;
 use syn::LitStr;
 
 use crate::args::FieldPath;
@@ -25,6 +27,14 @@ pub(crate) struct JsonNamesPlan {
     pub paths: Vec<String>,
     /// The index of the argument they are fields of.
     pub arg: Option<usize>,
+}
+
+impl JsonNamesPlan {
+    /// `&[("customer_id", "custId"), ...]`: the names given, as the runtime takes them.
+    pub(crate) fn given_tokens(&self) -> TokenStream {
+        let entries = self.given.iter().map(|(rust, json)| quote!((#rust, #json)));
+        quote!(&[#(#entries),*])
+    }
 }
 
 /// A key or compared field by its path as written (`args.customer_id`) and the name the tool

@@ -265,10 +265,9 @@ fn description(sig: &syn::Signature, plan: &Plan, krate: &TokenStream) -> TokenS
             let FnArg::Typed(request) = &sig.inputs[key.arg] else { unreachable!("the key's argument is typed") };
             let (request_ty, tool, names) = (&request.ty, tool.to_string(), &key.fields);
             let (before, after) = (format!("{what}, with only that call's key fields: "), format!(". {never}"));
-            let (given_rust, given_json): (Vec<&String>, Vec<&String>) =
-                plan.json_names.given.iter().map(|(rust, json)| (rust, json)).unzip();
+            let given = plan.json_names.given_tokens();
             quote!(#krate::__private::status_description::<#request_ty>(
-                ::core::concat!(#tool, "_status"), (#before, #after), &[#(#names),*], &[#((#given_rust, #given_json)),*]
+                ::core::concat!(#tool, "_status"), (#before, #after), &[#(#names),*], #given
             ))
         }
         None => {
@@ -306,10 +305,9 @@ fn from_json_arguments(
         <#krate::__private::Rmcp as #krate::__private::StatusTool>::answer(Self::#read(#(#forwarded),*) #awaited)
     );
     let (request_ty, tool, names) = (&request.ty, sig.ident.to_string(), &key.fields);
-    let (given_rust, given_json): (Vec<&String>, Vec<&String>) =
-        plan.json_names.given.iter().map(|(rust, json)| (rust, json)).unzip();
+    let given = plan.json_names.given_tokens();
     let schema = quote!(#krate::__private::status_input_schema::<#request_ty>(
-        ::core::concat!(#tool, "_status"), &[#(#names),*], &[#((#given_rust, #given_json)),*]
+        ::core::concat!(#tool, "_status"), &[#(#names),*], #given
     ));
     (inputs, body, Some(schema))
 }

@@ -89,8 +89,7 @@ pub(super) fn status_tool(
             Some(quote!(let #pat: #ty = #ctx;))
         });
     let names = &key.fields;
-    let (given_rust, given_json): (Vec<&String>, Vec<&String>) =
-        plan.json_names.given.iter().map(|(rust, json)| (rust, json)).unzip();
+    let given = plan.json_names.given_tokens();
     let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, TokenStream::new());
     let read = Ident::new("__idem_read", Span::mixed_site());
     let at_ret = krate_at(plan, ret.span());
@@ -110,7 +109,7 @@ pub(super) fn status_tool(
             }
 
             fn parameters_schema(&self) -> ::core::option::Option<#adk::Value> {
-                #adk::status_schema(#adk::Tool::parameters_schema(&#tool_struct), &[#(#names),*], &[#((#given_rust, #given_json)),*])
+                #adk::status_schema(#adk::Tool::parameters_schema(&#tool_struct), &[#(#names),*], #given)
             }
 
             fn is_read_only(&self) -> bool {
