@@ -25,12 +25,6 @@ pub(crate) fn key_schema(schema: &JsonObject, fields: &[&str], given: &[(&str, &
     kept_properties(schema, &names)
 }
 
-/// The JSON names of the key's `fields` in `schema`, each by its Rust name where it has
-/// none: what a status tool's description lists.
-pub(crate) fn key_field_names(schema: &JsonObject, fields: &[&str], given: &[(&str, &str)]) -> Vec<String> {
-    fields.iter().map(|field| resolve(schema, field, given).unwrap_or_else(|_| (*field).to_owned())).collect()
-}
-
 /// `schema` with only the properties `names`, `required` filtered the same way, and no
 /// title or description of its own.
 fn kept_properties(schema: &JsonObject, names: &[String]) -> JsonObject {
@@ -215,7 +209,6 @@ mod tests {
         assert!(optional.get("required").is_none(), "an optional field stays optional");
         let unknown = key_schema(&request_schema(), &["customer_id", "period"], &[]);
         assert_eq!(unknown["properties"].as_object().unwrap().keys().collect::<Vec<_>>(), ["period"], "{unknown:?}");
-        assert_eq!(key_field_names(&request_schema(), &["customer_id", "period"], &[]), ["customer_id", "period"]);
     }
 
     #[test]

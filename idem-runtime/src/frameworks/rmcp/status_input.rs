@@ -23,7 +23,8 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
 use rmcp::schemars::JsonSchema;
 
-use crate::frameworks::status_args::{key_field_names, key_schema};
+use crate::frameworks::status_args::key_schema;
+use crate::json_names::resolve;
 
 /// What an rmcp status tool takes: the tool call's arguments as they came.
 pub type StatusInput = Parameters<JsonObject>;
@@ -55,7 +56,9 @@ pub fn status_description<P: JsonSchema + Any>(
     fields: &[&str],
     given: &[(&str, &str)],
 ) -> String {
-    let names = key_field_names(&input_schema::<P>(status_tool), fields, given);
+    let schema = input_schema::<P>(status_tool);
+    let names: Vec<String> =
+        fields.iter().map(|field| resolve(&schema, field, given).unwrap_or_else(|_| (*field).to_owned())).collect();
     format!("{before}{}{after}", names.join(", "))
 }
 
