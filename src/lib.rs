@@ -16,7 +16,7 @@
 //! | argument | meaning | default |
 //! | --- | --- | --- |
 //! | `key = "invoice:<customer>:<period>"` | The key template: literal text and placeholders, each a parameter (`<customer>`), a field path (`<req.customer>`), or a name bound by a parameter pattern (`Parameters(Req { customer, .. }): Parameters<Req>`). Checked at compile time; see [Keys](#keys). | required |
-//! | `compare = [amount, req.currency]` | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments (or `args.amount` of an ADK-Rust tool's argument struct `args`). Their types implement `serde::Serialize`. | none |
+//! | `compare = [amount, req.currency]` | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments (or `args.amount` of an ADK-Rust tool's argument struct `args`), and by their JSON names where serde renames them (see [Field names the model sees](#field-names-the-model-sees)). Their types implement `serde::Serialize`. | none |
 //! | `store = expr` | The store, evaluated on every call; it may use `self` or a parameter (`store = self.store`, `store = *STORE` for a `LazyLock`). Any [`store::Store`] (sync tools) or [`store::AsyncStore`] (async tools), also behind `&`, `Box` or `Arc`; see [`store`]. | [`default_store`]: an SQLite file in the user's data directory, unless `IDEM_DB` or [`set_default_store_path`] names one ([`default_store_path`]) |
 //! | `scope = expr` | Whose records these are: a tenant or user id from the authenticated request, evaluated on every call like `store`; see [Tenants](#tenants). An empty scope is `INVALID_KEY`. | one scope for all callers |
 //! | `unscoped` | Says that a tool which takes the caller's identity (rmcp's `Extension<T>`, ADK-Rust's `ToolContext`) shares its records across callers on purpose; without it, or `scope`, such a tool compiles with a warning. | |
@@ -33,6 +33,7 @@
 //! | `on_approval_request = notify` | A `fn(&idem::approval::Request)` called once when a request is made, never for a repeat: one message per action in the approvers' channel. A hook that panics is caught; the request stands. Needs `approval`. | none |
 //! | `budget = REFUNDS` | A [`Budget`] `static` (`Budget::count("refunds", 20).per_day()`, or `Budget::sum_of("refunded", "amount", 5_000.0)` over a compared field) that the tool's fresh runs are charged to, per scope, in the same write as the reservation. A call without room answers `BUDGET_EXCEEDED`; see [Budgets](#budgets-what-a-runaway-agent-cannot-spend) and [`budget`]. | none |
 //! | `over_budget = approval` | A call the budget has no room for asks a person (`APPROVAL_REQUIRED`) instead of answering `BUDGET_EXCEEDED`; once approved it runs, charged past the limit. `approval_text` and the other approval arguments apply. Needs `budget`. | `BUDGET_EXCEEDED` |
+//! | `json_names = [args.customer_id = "custId"]` | The JSON names of key and compared fields of the arguments the model sends (rmcp's `Parameters<T>`, an ADK-Rust argument struct) that `#[serde(rename = "...")]` renames: the macro cannot see the struct's attributes. Each entry is such a field, or a field on the way to one (`args.customer = "cust"` for `<args.customer.id>`), with the JSON name of its last field. An entry that is none of these does not compile. See [Field names the model sees](#field-names-the-model-sees). | none: names `rename_all` gives are found by themselves |
 //! | `crate = "my_idem"` | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute. | `::idem` |
 //!
 //! ### What it generates
@@ -114,6 +115,42 @@
 //! - **Key field types** implement [`KeyPart`]: strings, integers, `bool`, `char` (also
 //!   through references and smart pointers), and your own identifier types. Floats, clock
 //!   readings and per-call random values cannot be key fields.
+//!
+//! ### Field names the model sees
+//!
+//! The attribute names fields as Rust does (`<args.customer_id>`, `compare =
+//! [args.amount_eur]`); the model sends and reads JSON, whose names serde's `rename_all`
+//! and `rename` may have changed. For a field of the arguments the model sends (rmcp's
+//! `Parameters<T>`, an ADK-Rust tool's argument struct), everything the model meets names
+//! it by its JSON name: a status tool's parameters, what it reads, its description and its
+//! errors, and `CONFLICT` (message and `differences`), `INVALID_KEY` and
+//! `BUDGET_EXCEEDED`. The macro sees the function, not the struct's attributes, so idem
+//! finds each field's JSON name at run time in the JSON schema of the arguments, the one
+//! the model is shown (rmcp's input schema of `Parameters<T>`, the parameters of the tool
+//! ADK's `#[tool]` makes), field by field for a nested path (`<args.customer.id>`, through
+//! the schema's `$ref`s). A field's JSON name is, in this order:
+//!
+//! 1. the name `json_names = [args.customer_id = "custId"]` gives it;
+//! 2. its Rust name, when the schema has a property of that name;
+//! 3. the one property that one of serde's `rename_all` rules spells from its Rust name:
+//!    for `customer_id`, `CUSTOMER_ID` (`UPPERCASE`, `SCREAMING_SNAKE_CASE`), `CustomerId`
+//!    (`PascalCase`), `customerId` (`camelCase`), `customer-id` (`kebab-case`),
+//!    `CUSTOMER-ID` (`SCREAMING-KEBAB-CASE`); `lowercase` and `snake_case` leave a field
+//!    as it is.
+//!
+//! So a `rename_all` needs nothing from you, and a `#[serde(rename = "...")]` of a key or
+//! compared field needs a `json_names` entry. When no JSON name is found (a `rename` that
+//! `json_names` does not name, a given name the schema does not have, two properties that
+//! rules could spell from one name), the status tool leaves the field out of its parameters
+//! and answers every call `INVALID_KEY`, naming the field, why, and the `json_names` entry
+//! to write (and logs it as an error); its declaration and the tool list are built as
+//! always, never a panic. The tool itself runs as always, and its answers name such a field
+//! by its Rust name (logged once as a warning).
+//!
+//! Records keep the names they always had, the Rust ones (`amount_eur`), and so do the
+//! field names of [`Budget::sum_of`] (the names in `compare`): renaming fields in JSON
+//! changes nothing stored. Other tools' fields (plain parameters, rig's arguments) are named
+//! as in Rust, which is how the model sends them.
 //!
 //! ### Stable identifiers
 //!
@@ -213,7 +250,7 @@
 //! | first call abandoned (panic, dropped future, crash, or a process paused) and its lease ended | the `reconcile` hook's answer; without a hook [`OUTCOME_UNKNOWN`](ErrorCode::OutcomeUnknown), which says that a paused first call may still record its result | no | call `<fn>_status` later, check with the provider or a person; never re-run blindly |
 //! | `timeout` passed before the body finished | [`TIMEOUT`](ErrorCode::Timeout), with `retry_after_ms`; the body goes on and completes the key | no | call `<fn>_status` in `retry_after_ms` |
 //! | store unreachable or failing | [`STORE_UNAVAILABLE`](ErrorCode::StoreUnavailable); the body does not run | yes | retry in a moment |
-//! | key field empty after normalization (or an empty `scope`) | [`INVALID_KEY`](ErrorCode::InvalidKey); the body does not run | no | |
+//! | key field empty after normalization (or an empty `scope`) | [`INVALID_KEY`](ErrorCode::InvalidKey), naming the field as the model sent it; the body does not run | no | |
 //! | stored result no longer reads as the tool's type | [`RECORD_UNREADABLE`](ErrorCode::RecordUnreadable); never re-run | no | a person must inspect the record |
 //! | record in a state this version does not know (a newer idem during a rolling deploy, a hand edit) | `RECORD_UNREADABLE`, naming namespace and key, on calls and `<fn>_status` | no | a person must inspect the record |
 //! | the body's result does not read back from its JSON (`f64::NAN`, an infinity: JSON writes `null`) | the caller gets its result; nothing is stored and the key reads as abandoned: the `reconcile` hook's answer, else `OUTCOME_UNKNOWN` | no | check with the provider or a person |

@@ -313,3 +313,6 @@ async fn the_status_tool_of_a_tool_with_approvals_says_the_approval_states() {
     let status = PaySupplierStatus.execute(call("alice", "call-2"), json!({"supplier": "acme"})).await.unwrap();
     assert_eq!(status["status"], "awaiting_approval", "{status}");
 }
+
+#[path = "frameworks_adk/json_names.rs"]
+mod json_names;

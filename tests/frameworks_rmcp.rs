@@ -394,6 +394,8 @@ mod answers;
 mod approvals;
 #[path = "support/stable_identifiers.rs"]
 mod identifiers;
+#[path = "frameworks_rmcp/json_names.rs"]
+mod json_names;
 #[path = "frameworks_rmcp/questions.rs"]
 mod questions;
 #[path = "frameworks_rmcp/stable_identifiers.rs"]

@@ -2,7 +2,7 @@
 //! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
 //! `on_error = keep`, `reconcile = expr`, `approval = required | expr`, `approval_text = "..."`,
 //! `approval_ttl = "1d"`, `on_approval_request = path`, `budget = PATH`, `over_budget = approval`,
-//! `crate = "my_idem"`.
+//! `json_names = [args.customer_id = "custId"]`, `crate = "my_idem"`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -11,8 +11,9 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
-const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, budget, over_budget, crate";
+const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, budget, over_budget, json_names, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
+const JSON_NAMES_HELP: &str = "`json_names` takes a list of fields of the arguments with the JSON name each has, for fields `#[serde(rename = \"...\")]` renames, e.g. json_names = [args.customer_id = \"custId\"]";
 
 /// The parsed attribute, before validation.
 pub(crate) struct Args {
@@ -45,6 +46,9 @@ pub(crate) struct Args {
     /// `over_budget = approval`: a call the budget has no room for asks a person (the
     /// token, where a misplaced one is reported).
     pub over_budget: Option<Ident>,
+    /// `json_names = [args.customer_id = "custId"]`: the JSON names of fields that serde's
+    /// `rename` renames, which the macro cannot see.
+    pub json_names: Vec<(FieldPath, LitStr)>,
     /// `crate = "my_idem"`: the path of the facade when the user's Cargo.toml renames it.
     pub krate: Option<syn::Path>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
@@ -87,6 +91,20 @@ impl syn::parse::Parse for FieldPath {
     }
 }
 
+/// One entry of `json_names = [...]`: `args.customer_id = "custId"`.
+struct JsonName {
+    field: FieldPath,
+    name: LitStr,
+}
+
+impl syn::parse::Parse for JsonName {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let field = input.parse()?;
+        input.parse::<Token![=]>()?;
+        Ok(JsonName { field, name: input.parse()? })
+    }
+}
+
 /// Parses the attribute's arguments, collecting every mistake into `errors`.
 pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
     let mut args = Args {
@@ -108,11 +126,13 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         approval_text: None,
         approval_ttl: None,
         on_approval_request: None,
+        json_names: Vec::new(),
         krate: None,
         complete: true,
     };
     let mut on_error_seen = false;
     let mut compare_seen = false;
+    let mut json_names_seen = false;
     let parser = syn::meta::parser(|meta| {
         let Some(name) = meta.path.get_ident().map(Ident::to_string) else {
             return Err(meta.error(format!("unknown argument; {EXPECTED}")));
@@ -200,6 +220,24 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
                 let fields = Punctuated::<FieldPath, Token![,]>::parse_terminated(&content)
                     .map_err(|error| syn::Error::new(error.span(), COMPARE_HELP))?;
                 args.compare = fields.into_iter().collect();
+                Ok(())
+            }
+            "json_names" => {
+                if json_names_seen {
+                    return Err(
+                        meta.error("duplicate argument `json_names`; list every field in one `json_names = [...]`")
+                    );
+                }
+                json_names_seen = true;
+                let value = meta.value()?;
+                if !value.peek(syn::token::Bracket) {
+                    return Err(value.error(JSON_NAMES_HELP));
+                }
+                let content;
+                syn::bracketed!(content in value);
+                let entries = Punctuated::<JsonName, Token![,]>::parse_terminated(&content)
+                    .map_err(|error| syn::Error::new(error.span(), JSON_NAMES_HELP))?;
+                args.json_names = entries.into_iter().map(|entry| (entry.field, entry.name)).collect();
                 Ok(())
             }
             other => Err(meta.error(format!("unknown argument `{other}`; {EXPECTED}"))),

@@ -215,6 +215,9 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
     };
     let approval = approval::policy(plan);
     let budget = budget::policy(plan);
+    let given = plan.json_names.given_tokens();
+    let json_paths = &plan.json_names.paths;
+    let read_json_names = arguments_schema(plan, item).map(|schema| quote!(__IDEM_TOOL.json_names.read_from(#schema);));
     quote! {
         static __IDEM_TOOL: #krate::__private::Tool = #krate::__private::Tool {
             name: #name,
@@ -234,7 +237,37 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
             budget: #budget,
             instruments: #krate::__private::instruments!(#name),
             claim: #krate::__private::Claim::new(),
+            json_names: #krate::__private::JsonNames::new(#given, &[#(#json_paths),*]),
         };
+        #read_json_names
+    }
+}
+
+/// Where the JSON names of the tool's fields are found: a function giving the JSON schema
+/// of the arguments the model sends, as the model is shown it (rmcp's input schema of the
+/// `Parameters<T>` argument, the parameters of the tool ADK's `#[tool]` makes). Read where
+/// the argument type is in scope (a `static` cannot name a generic impl's parameters).
+/// None for other tools, and when no key or compared field comes from such arguments.
+fn arguments_schema(plan: &Plan, item: &ItemFn) -> Option<TokenStream> {
+    let krate = &plan.krate;
+    let arg = plan.json_names.arg?;
+    match frameworks::detect(item) {
+        Framework::Rmcp => {
+            let FnArg::Typed(typed) = &item.sig.inputs[arg] else { return None };
+            let ty = &typed.ty;
+            crate::params::is_parameters(ty).then(|| quote!(#krate::__private::rmcp_arguments_schema::<#ty>))
+        }
+        Framework::Adk => {
+            let tool_struct = Ident::new(&adk::adk_struct_name(&item.sig.ident.to_string()), Span::call_site());
+            let schema = Ident::new("__idem_arguments_schema", Span::mixed_site());
+            Some(quote!({
+                fn #schema() -> ::core::option::Option<#krate::__private::JsonObject> {
+                    #krate::__private::adk::arguments_schema(&#tool_struct)
+                }
+                #schema
+            }))
+        }
+        _ => None,
     }
 }
 

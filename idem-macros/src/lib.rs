@@ -11,6 +11,7 @@ mod docs;
 mod errors;
 mod expand;
 mod frameworks;
+mod json_names;
 mod krate;
 mod params;
 mod reads;

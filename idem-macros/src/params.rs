@@ -113,6 +113,15 @@ pub(crate) fn model_name(bindings: &[Binding], path: &[String]) -> String {
     }
 }
 
+/// Whether `path` (a binding and fields below it) is a field of the arguments the model
+/// sends: below an rmcp `Parameters<T>` or an ADK-Rust argument struct, and not them whole.
+pub(crate) fn in_arguments(bindings: &[Binding], path: &[String]) -> bool {
+    match bindings.iter().find(|b| b.ident == path[0]).and_then(|b| b.params_path.as_ref()) {
+        Some(fields) => !(fields.is_empty() && path.len() == 1),
+        None => false,
+    }
+}
+
 /// The names, for "available: ..." lists.
 pub(crate) fn names(bindings: &[Binding]) -> String {
     if bindings.is_empty() {

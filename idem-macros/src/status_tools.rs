@@ -29,10 +29,16 @@
 //!
 //!     /// `send_invoice_status` served as the read-only MCP tool `send_invoice_status`.
 //!     #[tool(name = "send_invoice_status",
-//!            description = "Read-only status of send_invoice: ... with only that call's key fields: customer, period. ...",
-//!            // SendInvoice's input schema with the properties customer and period only
+//!            // "Read-only status of send_invoice: ... with only that call's key fields: customer, period. ...",
+//!            // naming each field as SendInvoice's input schema does (`customerId` under
+//!            // `#[serde(rename_all = "camelCase")]`), and with the names `json_names = [...]` gives
+//!            description = ::idem::__private::status_description::<Parameters<SendInvoice>>(
+//!                concat!("send_invoice", "_status"), ("Read-only status ... key fields: ", ". It never ..."),
+//!                &["customer", "period"], &[]),
+//!            // SendInvoice's input schema with the properties customer and period only, each by
+//!            // its JSON name
 //!            input_schema = ::idem::__private::status_input_schema::<Parameters<SendInvoice>>(
-//!                concat!("send_invoice", "_status"), &["customer", "period"]),
+//!                concat!("send_invoice", "_status"), &["customer", "period"], &[]),
 //!            annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
 //!     async fn send_invoice_status_tool(&self, __idem_args: ::idem::__private::StatusInput) // Parameters<JsonObject>
 //!         -> <::idem::__private::Rmcp as ::idem::__private::StatusTool>::Answer // Result<CallToolResult, ErrorData>
@@ -209,14 +215,14 @@ fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<Imp
     let sig = &method.sig;
     let tool_name = format!("{}_status", sig.ident);
     let method_name = format_ident!("{}_status_tool", sig.ident);
-    let description = description(&sig.ident, plan);
-    let doc =
-        format!(" `{tool_name}` served as the read-only MCP tool `{tool_name}` (added by `#[idem::status_tools]`).");
     let ret = match &sig.output {
         ReturnType::Type(_, ty) => (**ty).clone(),
         ReturnType::Default => return None,
     };
     let krate = crate::expand::krate_at(plan, ret.span());
+    let description = description(sig, plan, &krate);
+    let doc =
+        format!(" `{tool_name}` served as the read-only MCP tool `{tool_name}` (added by `#[idem::status_tools]`).");
     let (inputs, body, input_schema) = match &plan.params_key {
         Some(key) => from_json_arguments(sig, plan, key, &krate),
         None => from_arguments(sig, plan, &krate),
@@ -243,29 +249,43 @@ fn served(method: &ImplItemFn, plan: &Plan, tool: &syn::Attribute) -> Option<Imp
 }
 
 /// The status tool's description: one paragraph, naming the key's fields as the model
-/// knows them (its JSON arguments). The tool's name never follows an article ("a call to
-/// export_report", not "a export_report call"): no rule on the spelling picks a or an for
-/// every name.
-fn description(tool: &Ident, plan: &Plan) -> String {
+/// knows them (its JSON arguments: the names the arguments' schema shows, found when the
+/// tool list is built, see `status_description`). The tool's name never follows an article
+/// ("a call to export_report", not "a export_report call"): no rule on the spelling picks a
+/// or an for every name.
+fn description(sig: &syn::Signature, plan: &Plan, krate: &TokenStream) -> TokenStream {
+    let tool = &sig.ident;
     let what = match plan.approval {
         None => format!(
-            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). \
-             Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
+            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call \
+             stopped before it finished; it may still record its result, so check again later). Call it when the \
+             outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN)"
         ),
         // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
         Some(_) => format!(
-            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); \
-             while a person's approval is involved, awaiting_approval, approved, declined or approval_expired. \
-             Call it when the outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN), \
-             or to see the decision after APPROVAL_REQUIRED"
+            "Read-only status of {tool}: not_found, in_progress, completed (with the result), failed, or unknown (a call \
+             stopped before it finished; it may still record its result, so check again later); while a person's \
+             approval is involved, awaiting_approval, approved, declined or approval_expired. Call it when the \
+             outcome of a call to {tool} is unknown (after a timeout, IN_PROGRESS or OUTCOME_UNKNOWN), or to see the \
+             decision after APPROVAL_REQUIRED"
         ),
     };
     let never = "It never runs or repeats the action.";
     match &plan.params_key {
-        Some(key) => format!("{what}, with only that call's key fields: {}. {never}", key.fields.join(", ")),
+        Some(key) => {
+            let FnArg::Typed(request) = &sig.inputs[key.arg] else { unreachable!("the key's argument is typed") };
+            let (request_ty, tool, names) = (&request.ty, tool.to_string(), &key.fields);
+            let (before, after) = (format!("{what}, with only that call's key fields: "), format!(". {never}"));
+            let given = plan.json_names.given_tokens();
+            quote!(#krate::__private::status_description::<#request_ty>(
+                ::core::concat!(#tool, "_status"), (#before, #after), &[#(#names),*], #given
+            ))
+        }
         None => {
             let fields: Vec<String> = plan.key_fields.iter().map(|field| field.placeholder.path_text()).collect();
-            format!("{what}, with the same arguments as that call (it reads {}). {never}", fields.join(", "))
+            let text =
+                format!("{what}, with the same arguments as that call (it reads {}). {never}", fields.join(", "));
+            quote!(#text)
         }
     }
 }
@@ -296,8 +316,9 @@ fn from_json_arguments(
         <#krate::__private::Rmcp as #krate::__private::StatusTool>::answer(Self::#read(#(#forwarded),*) #awaited)
     );
     let (request_ty, tool, names) = (&request.ty, sig.ident.to_string(), &key.fields);
+    let given = plan.json_names.given_tokens();
     let schema = quote!(#krate::__private::status_input_schema::<#request_ty>(
-        ::core::concat!(#tool, "_status"), &[#(#names),*]
+        ::core::concat!(#tool, "_status"), &[#(#names),*], #given
     ));
     (inputs, body, Some(schema))
 }
@@ -376,11 +397,14 @@ mod tests {
         assert!(tool.contains("Self::__idem_send_status_json(self,__idem_args,__idem_arg2).await"), "{tool}");
         assert!(
             tool.contains(
-                r#"input_schema=::idem::__private::status_input_schema::<Parameters<SendInvoice>>(::core::concat!("send","_status"),&["customer","period"])"#
+                r#"input_schema=::idem::__private::status_input_schema::<Parameters<SendInvoice>>(::core::concat!("send","_status"),&["customer","period"],&[])"#
             ),
             "{tool}"
         );
-        assert!(tool.contains("keyfields:customer,period."), "{tool}");
+        assert!(
+            tool.contains(r#"keyfields:",".Itneverrunsorrepeatstheaction."),&["customer","period"],&[])"#),
+            "{tool}"
+        );
     }
 
     #[test]

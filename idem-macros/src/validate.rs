@@ -54,6 +54,9 @@ pub(crate) struct Plan {
     /// Where the key's fields sit in the JSON arguments of an rmcp tool, when they all come
     /// from one `Parameters(..): Parameters<T>` argument; what its status tool takes.
     pub params_key: Option<ParamsKey>,
+    /// The key and compared fields of the arguments the model sends, and the JSON names
+    /// `json_names = [...]` gives.
+    pub json_names: crate::json_names::JsonNamesPlan,
 }
 
 /// The key of an rmcp tool as JSON arguments: every key field comes from one
@@ -183,6 +186,16 @@ pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Op
     let params_key = params_key(&key_fields, &key_bindings, &item.sig, &store_inputs);
     let compare = check_compare(args.compare, &key_fields, &bindings, &no_such, errors);
     let (compare, compare_names) = model_named(compare, &bindings);
+    let json_names = {
+        let keyed = key_fields.iter().map(|field| (field.placeholder.path.clone(), field.model_name.as_str()));
+        let compared = compare
+            .iter()
+            .zip(&compare_names)
+            .map(|(field, name)| (field.segments.iter().map(Ident::to_string).collect(), name.as_str()));
+        let used: Vec<_> =
+            keyed.chain(compared).map(|(path, recorded)| crate::json_names::UsedField { path, recorded }).collect();
+        crate::json_names::validate(&args.json_names, &bindings, &used, errors)
+    };
     errors.is_empty().then_some(Plan {
         approval,
         budget,
@@ -206,6 +219,7 @@ pub(crate) fn validate(mut args: Args, item: &ItemFn, errors: &mut Errors) -> Op
         store_inputs,
         scope_inputs,
         params_key,
+        json_names,
     })
 }
 

@@ -10,6 +10,7 @@ pub use crate::call::{
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;
 pub use crate::frameworks::status_tool::{Rmcp, StatusTool};
+pub use crate::json_names::{JsonNames, JsonObject};
 pub use crate::key::{FieldMode, KeyPart, Segment, normalize};
 pub use crate::observe::conventions::SPAN_FIELDS;
 pub use crate::observe::{Instruments, SpanCallsite};
@@ -120,13 +121,23 @@ pub mod adk {
 
     use crate::frameworks::status_args::{JsonObject, key_schema};
 
-    /// The status tool's parameters: the tool's own (as ADK's `#[tool]` made them, from the
-    /// argument type `type_name`) with only the key's `fields`. Panics when a field is not
-    /// one of its properties (a key field renamed in JSON), when the agent lists its tools.
-    pub fn status_schema(tool: Option<Value>, status_tool: &str, type_name: &str, fields: &[&str]) -> Option<Value> {
+    /// The status tool's parameters: the tool's own (as ADK's `#[tool]` made them) with
+    /// only the key's `fields` (Rust names, each found by its JSON name, with the names
+    /// `given` in `json_names = [...]`). A field without a JSON name is left out; the
+    /// status tool's calls say why.
+    pub fn status_schema(tool: Option<Value>, fields: &[&str], given: &[(&str, &str)]) -> Option<Value> {
         match tool? {
-            Value::Object(schema) => Some(Value::Object(key_schema(status_tool, type_name, &schema, fields))),
+            Value::Object(schema) => Some(Value::Object(key_schema(&schema, fields, given))),
             other => Some(other),
+        }
+    }
+
+    /// The JSON schema of an ADK tool's arguments, as its answers find its fields' JSON
+    /// names in it: the tool's own parameters.
+    pub fn arguments_schema<T: Tool>(tool: &T) -> Option<JsonObject> {
+        match tool.parameters_schema()? {
+            Value::Object(schema) => Some(schema),
+            _ => None,
         }
     }
 
@@ -154,9 +165,17 @@ pub mod rmcp {
 // Also here, for compile errors: rustc names a hidden item by its path only when it is one
 // of `__private`'s own items (it does not look inside modules of a `doc(hidden)` module), and
 // would otherwise print a path that reads like rmcp's own (`rmcp::tasks::ServesTasks`).
+/// The JSON schema of an rmcp tool's arguments `P`, where its fields' JSON names are.
+#[cfg(feature = "rmcp")]
+pub use crate::frameworks::rmcp::status_input::arguments_schema as rmcp_arguments_schema;
 /// An rmcp status tool's input: the key's fields only.
 #[cfg(feature = "rmcp")]
-pub use crate::frameworks::rmcp::status_input::{StatusInput, status_input_schema};
+pub use crate::frameworks::rmcp::status_input::{StatusInput, status_description, status_input_schema};
+/// Without idem's `rmcp` feature no schema is read: fields keep their Rust names.
+#[cfg(not(feature = "rmcp"))]
+pub fn rmcp_arguments_schema<P: ?Sized>() -> Option<JsonObject> {
+    None
+}
 #[cfg(feature = "rmcp")]
 pub use crate::frameworks::rmcp::tasks::{OwnedServer, ServesTasks};
 /// A status tool's arguments (rmcp, ADK-Rust), read field by field.

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::canonical::{canonical, write_canonical_bytes, write_json};
 use crate::error::{Error, ErrorCode};
+use crate::json_names::JsonNames;
 
 /// One compared field's value, serialized before the body runs.
 pub(crate) type ComparedValue = Result<Value, serde_json::Error>;
@@ -23,13 +24,16 @@ pub fn compared<T: Serialize + ?Sized>(value: &T) -> ComparedValue {
 }
 
 /// The canonical JSON of a tool's compared fields. `names` and `values` are in the same
-/// order; the names are sorted here, so the order of `compare = [...]` does not matter.
+/// order; the names are sorted here, so the order of `compare = [...]` does not matter. An
+/// error names the field as `json_names` says the model knows it.
 pub(crate) fn request_json(
     tool_name: &str,
     names: &[&str],
     values: impl IntoIterator<Item = ComparedValue>,
+    json_names: Option<&JsonNames>,
 ) -> Result<String, Error> {
     let invalid = |name: &str, error: serde_json::Error| {
+        let name = json_names.map_or(std::borrow::Cow::Borrowed(name), |names| names.model_name(name));
         Error::new(
             ErrorCode::InvalidKey,
             format!("{tool_name}: compared field {name} cannot be serialized: {error}; the action was not run"),
@@ -94,7 +98,7 @@ mod tests {
     use serde_json::json;
 
     fn request(names: &[&str], values: &[Value]) -> String {
-        request_json("t", names, values.iter().cloned().map(Ok)).unwrap()
+        request_json("t", names, values.iter().cloned().map(Ok), None).unwrap()
     }
 
     #[test]
@@ -135,7 +139,7 @@ mod tests {
     fn an_unserializable_field_is_invalid_and_named() {
         use std::collections::HashMap;
         let map: HashMap<(u8, u8), u8> = HashMap::from([((1, 2), 3)]);
-        let error = request_json("t", &["m"], vec![compared(&map)]).unwrap_err();
+        let error = request_json("t", &["m"], vec![compared(&map)], None).unwrap_err();
         assert_eq!(error.code(), ErrorCode::InvalidKey);
         assert!(error.message().contains("compared field m"), "{error}");
     }

@@ -18,7 +18,9 @@ use crate::canonical::canonical;
 pub struct FieldDifference {
     /// The field by the name the model sends it under: `amount` for `compare = [amount]`,
     /// and also for `compare = [req.amount]` where rmcp's `Parameters(req)` binds the
-    /// tool's arguments; `req.amount` where `req` is itself an argument.
+    /// tool's arguments (its JSON name there: `amountEur` for `req.amount_eur` under
+    /// `#[serde(rename_all = "camelCase")]`, see the crate docs' "Field names the model
+    /// sees"); `req.amount` where `req` is itself an argument.
     pub field: String,
     /// The value the first call stored.
     pub stored: serde_json::Value,

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::error::{Error, ErrorCode};
+use crate::json_names::JsonNames;
 
 /// A value that can be a key field: it spells a business identity the same way on every
 /// attempt.
@@ -260,11 +261,24 @@ impl AsRef<str> for Key {
 /// A field whose value is empty after normalization is an [`InvalidKey`](ErrorCode::InvalidKey)
 /// error naming it: an empty customer would make every customer's action one action.
 pub fn build_key(tool_name: &str, template: &[Segment], parts: &[&dyn KeyPart]) -> Result<Key, Error> {
+    build_key_named(tool_name, template, parts, None)
+}
+
+/// [`build_key`], with the field an INVALID_KEY error names by the name the model knows it
+/// by (its JSON name, from `names`).
+pub(crate) fn build_key_named(
+    tool_name: &str,
+    template: &[Segment],
+    parts: &[&dyn KeyPart],
+    names: Option<&JsonNames>,
+) -> Result<Key, Error> {
     // This thread's buffers from its last key, so that a key costs one allocation: its
     // own. A key part that builds a key itself finds them taken and starts empty ones.
     let (mut out, mut raw) = SCRATCH.take();
     out.clear();
-    let built = write_key(tool_name, template, parts, &mut out, &mut raw);
+    let built = write_key(template, parts, &mut out, &mut raw).map_err(|(name, raw)| {
+        empty_field(tool_name, &names.map_or(Cow::Borrowed(name), |names| names.model_name(name)), &raw)
+    });
     if out.capacity() <= MAX_SCRATCH && raw.capacity() <= MAX_SCRATCH {
         SCRATCH.with(|slot| slot.set((out, raw)));
     }
@@ -277,14 +291,13 @@ thread_local!(static SCRATCH: Cell<(String, String)> = const { Cell::new((String
 const MAX_SCRATCH: usize = 1024;
 
 /// [`build_key`] with the key text written to `out` and `raw` as room for each field's
-/// text before normalization.
+/// text before normalization; `Err` is a field empty after normalization, with its text.
 fn write_key(
-    tool_name: &str,
     template: &[Segment],
     parts: &[&dyn KeyPart],
     out: &mut String,
     raw: &mut String,
-) -> Result<Key, Error> {
+) -> Result<Key, (&'static str, String)> {
     let mut lead = None;
     let mut parts = parts.iter();
     for segment in template {
@@ -305,7 +318,7 @@ fn write_key(
                     normalize(raw)
                 };
                 if value.is_empty() {
-                    return Err(empty_field(tool_name, name, raw));
+                    return Err((name, raw.clone()));
                 }
                 if mode.hash {
                     hash_into(value.as_bytes(), out);

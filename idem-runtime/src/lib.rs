@@ -16,6 +16,7 @@ mod canonical;
 mod compare;
 mod default_store;
 mod difference;
+mod json_names;
 mod key;
 mod observe;
 mod output;

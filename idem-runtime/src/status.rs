@@ -9,7 +9,7 @@ use crate::approval::State;
 use crate::call::Tool;
 use crate::call::answers::{running, store_failed};
 use crate::error::{Error, ErrorCode};
-use crate::key::{Key, KeyPart, build_key};
+use crate::key::{Key, KeyPart};
 use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError};
 
 /// Where a tool's action for one key stands, as `<tool>_status` reports it.
@@ -152,7 +152,7 @@ where
     T: DeserializeOwned,
 {
     crate::call::claim(tool)?;
-    let key = build_key(tool.status_fn, tool.template, key_parts)?;
+    let key = tool.key(tool.status_fn, key_parts)?;
     let view = crate::store::FromSync(store);
     crate::store::ready_now(std::pin::pin!(read_status(tool, &key, &view)))
 }
@@ -161,7 +161,7 @@ where
 #[doc(hidden)]
 pub fn record_id(tool: &'static Tool, key_parts: &[&dyn KeyPart]) -> Result<crate::store::OwnedRecordId, Error> {
     crate::call::claim(tool)?;
-    let key = build_key(tool.name, tool.template, key_parts)?;
+    let key = tool.key(tool.name, key_parts)?;
     Ok(crate::store::OwnedRecordId { namespace: tool.namespace, key })
 }
 
@@ -177,7 +177,7 @@ where
     S: AsyncStore + ?Sized,
     T: DeserializeOwned,
 {
-    let key = crate::call::claim(tool).and_then(|()| build_key(tool.status_fn, tool.template, key_parts));
+    let key = crate::call::claim(tool).and_then(|()| tool.key(tool.status_fn, key_parts));
     async move { read_status(tool, &key?, store).await }
 }
 

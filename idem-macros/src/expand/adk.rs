@@ -21,16 +21,17 @@
 //!     fn name(&self) -> &str { "send_invoice_status" }
 //!     fn description(&self) -> &str { "Read-only status of `send_invoice` ..." }
 //!     fn parameters_schema(&self) -> Option<Value> {
-//!         // ADK's own schema of the tool (`SendInvoice`, made by its `#[tool]`), cut to the key's fields
-//!         ::idem::__private::adk::status_schema(Tool::parameters_schema(&SendInvoice), "send_invoice_status",
-//!             ::core::any::type_name::<InvoiceArgs>(), &["customer", "period"])
+//!         // ADK's own schema of the tool (`SendInvoice`, made by its `#[tool]`), cut to the key's
+//!         // fields, each by its JSON name (with the names `json_names = [...]` gives)
+//!         ::idem::__private::adk::status_schema(Tool::parameters_schema(&SendInvoice), &["customer", "period"], &[])
 //!     }
 //!     fn is_read_only(&self) -> bool { true }
 //!     fn is_concurrency_safe(&self) -> bool { true }
 //!     async fn execute(&self, __idem_ctx: Arc<dyn ToolContext>, __idem_args: Value) -> Result<Value, AdkError> {
 //!         static __IDEM_TOOL: ::idem::__private::Tool = /* the tool's */;
+//!         __IDEM_TOOL.json_names.read_from(/* a fn: arguments_schema(&SendInvoice) */);
 //!         let ctx: Arc<dyn ToolContext> = __idem_ctx; // what the scope (or store) reads
-//!         let mut __idem_args = StatusArgs::new("send_invoice", &["customer", "period"], arguments(__idem_args));
+//!         let mut __idem_args = StatusArgs::new(&__IDEM_TOOL, &["customer", "period"], arguments(__idem_args));
 //!         let __idem_field0 = __idem_args.field("customer", |__idem_r: &InvoiceArgs| &__idem_r.customer);
 //!         let __idem_field1 = __idem_args.field("period", |__idem_r: &InvoiceArgs| &__idem_r.period);
 //!         let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
@@ -74,21 +75,7 @@ pub(super) fn status_tool(
     let status_name = format!("{tool_name}_status");
     let tool_struct = Ident::new(&adk_struct_name(&tool_name), Span::call_site());
     let status_struct = Ident::new(&adk_struct_name(&status_name), Span::call_site());
-    let doc = match plan.approval {
-        None => format!(
-            "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). Never reserves or runs anything; \
-             call it when a call's outcome is unknown, e.g. after a timeout."
-        ),
-        // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
-        Some(_) => format!(
-            "Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); while a person's approval is \
-             involved, awaiting_approval, approved, declined or approval_expired. Never reserves or runs \
-             anything; call it when a call's outcome is unknown, e.g. after a timeout, or to see the decision \
-             after APPROVAL_REQUIRED."
-        ),
-    };
+    let doc = crate::docs::status_doc(&tool_name, plan.approval.is_some());
     let (ctx, args) = (Ident::new("__idem_ctx", Span::mixed_site()), Ident::new("__idem_args", Span::mixed_site()));
     // The context, bound as the tool binds it, for a scope (or store) that reads it.
     let context =
@@ -98,6 +85,7 @@ pub(super) fn status_tool(
             Some(quote!(let #pat: #ty = #ctx;))
         });
     let names = &key.fields;
+    let given = plan.json_names.given_tokens();
     let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, TokenStream::new());
     let read = Ident::new("__idem_read", Span::mixed_site());
     let at_ret = krate_at(plan, ret.span());
@@ -117,12 +105,7 @@ pub(super) fn status_tool(
             }
 
             fn parameters_schema(&self) -> ::core::option::Option<#adk::Value> {
-                #adk::status_schema(
-                    #adk::Tool::parameters_schema(&#tool_struct),
-                    #status_name,
-                    ::core::any::type_name::<#request_ty>(),
-                    &[#(#names),*],
-                )
+                #adk::status_schema(#adk::Tool::parameters_schema(&#tool_struct), &[#(#names),*], #given)
             }
 
             fn is_read_only(&self) -> bool {
@@ -141,7 +124,7 @@ pub(super) fn status_tool(
             ) -> ::core::result::Result<#adk::Value, #adk::AdkError> {
                 #tool
                 #(#context)*
-                let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #adk::arguments(#args));
+                let mut #args = #krate::__private::StatusArgs::new(&__IDEM_TOOL, &[#(#names),*], #adk::arguments(#args));
                 #(#reads)*
                 let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
                     return ::core::result::Result::Err(#adk::tool_error(#args.into_error()));
@@ -156,7 +139,7 @@ pub(super) fn status_tool(
 
 /// The struct ADK's `#[tool]` makes for function `name`: `send_invoice` -> `SendInvoice`
 /// (each `_`-separated part with its first letter upper-cased, as adk-rust-macros does).
-fn adk_struct_name(name: &str) -> String {
+pub(super) fn adk_struct_name(name: &str) -> String {
     name.split('_')
         .map(|part| {
             let mut chars = part.chars();

@@ -24,7 +24,10 @@
 //!     -> ::core::result::Result<::idem::Status<ValueOf<R>>, ::idem::Error>
 //! {
 //!     static __IDEM_TOOL: ::idem::__private::Tool = /* the same */;
-//!     let mut __idem_args = ::idem::__private::StatusArgs::new("send_invoice", &["customer", "period"], __idem_args.0);
+//!     // Where the JSON names of the fields are found (see `expand.rs`'s `arguments_schema`).
+//!     __IDEM_TOOL.json_names.read_from(::idem::__private::rmcp_arguments_schema::<Parameters<SendInvoice>>);
+//!     // Each field read by its JSON name: `customerId` under `#[serde(rename_all = "camelCase")]`.
+//!     let mut __idem_args = ::idem::__private::StatusArgs::new(&__IDEM_TOOL, &["customer", "period"], __idem_args.0);
 //!     let __idem_field0 = __idem_args.field("customer", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.customer);
 //!     let __idem_field1 = __idem_args.field("period", |__idem_r: &Parameters<SendInvoice>| &__idem_r.0.period);
 //!     let (Some(__idem_field0), Some(__idem_field1),) = (__idem_field0, __idem_field1,) else {
@@ -69,21 +72,8 @@ pub(super) fn status_fn(
     let sig = &item.sig;
     let name = format_ident!("{}_status", sig.ident);
     let tool_name = sig.ident.to_string();
-    let doc = match plan.approval {
-        None => format!(
-            " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later). Never reserves or runs anything; \
-             call it when a call's outcome is unknown, e.g. after a timeout."
-        ),
-        // APPROVAL_REQUIRED sends the model here: it must know the states it will read.
-        Some(_) => format!(
-            " Read-only status of `{tool_name}` for these key fields: not found, in progress, completed \
-             (with its result), failed, or unknown (a call stopped before it finished; it may still record its result, so check again later); while a person's approval is \
-             involved, awaiting_approval, approved, declined or approval_expired. Never reserves or runs \
-             anything; call it when a call's outcome is unknown, e.g. after a timeout, or to see the decision \
-             after APPROVAL_REQUIRED."
-        ),
-    };
+    // A leading space, as a `///` line has.
+    let doc = format!(" {}", crate::docs::status_doc(&tool_name, plan.approval.is_some()));
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
     let keep_docs = frameworks::detect(item) == Framework::Rig;
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
@@ -220,7 +210,6 @@ pub(super) fn status_json_fn(
         FnArg::Typed(_) if plan.store_inputs.contains(&i) => Some(strip_attrs(input, false).into_token_stream()),
         FnArg::Typed(_) => None,
     });
-    let tool_name = sig.ident.to_string();
     let names = &key.fields;
     let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, quote!(.0));
     let (asyncness, read, awaited) = if sig.asyncness.is_some() {
@@ -240,7 +229,7 @@ pub(super) fn status_json_fn(
             #where_clause
         {
             #tool
-            let mut #args = #krate::__private::StatusArgs::new(#tool_name, &[#(#names),*], #args.0);
+            let mut #args = #krate::__private::StatusArgs::new(&__IDEM_TOOL, &[#(#names),*], #args.0);
             #(#reads)*
             let (#(::core::option::Option::Some(#values),)*) = (#(#values,)*) else {
                 return ::core::result::Result::Err(#args.into_error());

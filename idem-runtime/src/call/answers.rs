@@ -30,7 +30,13 @@ pub(crate) fn in_progress(tool: &Tool, key: &Key, running: Running) -> Error {
 
 /// A repeat whose compared fields differ from the first call's: each differing field is
 /// named with both values.
-pub(crate) fn conflict(tool: &Tool, key: &Key, differing: Vec<FieldDifference>) -> Error {
+pub(crate) fn conflict(tool: &Tool, key: &Key, mut differing: Vec<FieldDifference>) -> Error {
+    // Recorded under the names the tool keeps; shown as the model sent them.
+    for difference in &mut differing {
+        if let std::borrow::Cow::Owned(name) = tool.model_name(&difference.field) {
+            difference.field = name;
+        }
+    }
     let mut message = concat(&[tool.name, ": ", &key.readable(), " was already requested with other values: "]);
     for (i, d) in differing.iter().enumerate() {
         let separator = if i == 0 { "" } else { "; " };

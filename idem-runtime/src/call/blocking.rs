@@ -91,6 +91,7 @@ mod tests {
         lease: Duration::from_millis(60),
         instruments: crate::__idem_instruments!("quick"),
         claim: crate::call::Claim::new(),
+        json_names: crate::json_names::JsonNames::none(),
         ..SENSOR
     };
 

@@ -53,6 +53,7 @@ fn summed(tool: &Tool, budget: &Budget, field: &str, request: &str) -> Result<i6
         Some(n) if n <= 9.0e12 => Ok((n * UNIT as f64).round() as i64),
         _ => {
             let shown = value.map_or_else(|| "missing".to_owned(), |value| value.to_string());
+            let field = tool.model_name(field);
             Err(Error::new(
                 ErrorCode::InvalidKey,
                 format!(
@@ -71,7 +72,7 @@ pub(crate) fn exceeded(tool: &Tool, (key, request): (&Key, &str), window: &Budge
     let resets = rfc3339(window.end_ms());
     // A sum budget's call may be refused with room left: say how much it needed.
     let needed = match tool.budget.map(|policy| (policy.budget.field(), amount(tool, policy.budget, request))) {
-        Some((Some(field), Ok(amount))) => format!("; this call's {field} is {}", units(amount)),
+        Some((Some(field), Ok(amount))) => format!("; this call's {} is {}", tool.model_name(field), units(amount)),
         _ => String::new(),
     };
     Error::new(

@@ -18,7 +18,7 @@ mod namespace;
 mod renewer;
 mod serving;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod timeout;
 
 use std::borrow::Cow;
@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use crate::compare::{ComparedValue, request_json};
 use crate::error::Error;
-use crate::key::{Key, KeyPart, Segment, build_key};
+use crate::json_names::JsonNames;
+use crate::key::{Key, KeyPart, Segment, build_key_named};
 use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
@@ -66,12 +67,16 @@ pub struct Tool {
     /// The parsed key template.
     pub template: &'static [Segment],
     /// The compared fields by the names the model sends them under (`amount` for
-    /// `req.amount` when `Parameters(req)` binds the arguments), sorted: the names in
-    /// stored requests and in CONFLICT messages.
+    /// `req.amount` when `Parameters(req)` binds the arguments) before serde's renames,
+    /// sorted: the names in stored requests (CONFLICT shows them through `json_names`).
     pub compare: &'static [&'static str],
     /// The same fields as written in `compare = [...]`, in the same order: the names
     /// records written before idem 0.1 used, still matched on a repeat.
     pub compare_written: &'static [&'static str],
+    /// The JSON names of the key and compared fields that come from the arguments the model
+    /// sends (`customerId` for `customer_id` under `#[serde(rename_all = "camelCase")]`):
+    /// the names answers show the model. Records keep the names above.
+    pub json_names: JsonNames,
     /// The generated status function's name, named in suggestions.
     pub status_fn: &'static str,
     /// How long a reservation holds without a renewal before an unfinished call counts
@@ -99,6 +104,18 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// What the model calls the key or compared field recorded as `name` (see
+    /// [`JsonNames::model_name`]).
+    pub(crate) fn model_name<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
+        self.json_names.model_name(name)
+    }
+
+    /// The key for `key_parts`, an INVALID_KEY error naming the field as the model knows it
+    /// and what `who` (the tool or its status function) was.
+    pub(crate) fn key(&self, who: &str, key_parts: &[&dyn KeyPart]) -> Result<Key, Error> {
+        build_key_named(who, self.template, key_parts, Some(&self.json_names))
+    }
+
     /// The tool as observation sees it.
     pub(crate) fn subject(&'static self) -> Subject {
         Subject { name: self.name, namespace: self.namespace, instruments: &self.instruments }
@@ -127,8 +144,8 @@ impl Call {
         let started = Instant::now();
         Call {
             tool,
-            key: claim(tool).and_then(|()| build_key(tool.name, tool.template, key_parts)),
-            request: request_json(tool.name, tool.compare, compared),
+            key: claim(tool).and_then(|()| tool.key(tool.name, key_parts)),
+            request: request_json(tool.name, tool.compare, compared, Some(&tool.json_names)),
             asks: None,
             described: None,
             started,
@@ -158,7 +175,7 @@ impl Call {
 /// the compared fields in words (`amount 2000.0`).
 fn default_approval_text(tool: &Tool, key: &str, fields: &str) -> String {
     let summary = tool.approval.map_or("", |policy| policy.summary);
-    let fields = fields_in_words(fields);
+    let fields = fields_in_words(tool, fields);
     match (summary.is_empty(), fields.is_empty()) {
         (true, true) => format!("{} {key}", tool.name),
         (true, false) => format!("{} {key} with {fields}", tool.name),
@@ -167,9 +184,10 @@ fn default_approval_text(tool: &Tool, key: &str, fields: &str) -> String {
     }
 }
 
-/// Compared fields (a request's canonical JSON object) as a person reads them: each name
-/// and its value, a string without its quotes (`amount 2000.0, currency EUR`).
-fn fields_in_words(fields: &str) -> String {
+/// Compared fields (a request's canonical JSON object) as a person reads them: each name as
+/// the model sent it and its value, a string without its quotes (`amount 2000.0, currency
+/// EUR`).
+fn fields_in_words(tool: &Tool, fields: &str) -> String {
     let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(fields) else {
         return fields.to_owned();
     };
@@ -178,7 +196,7 @@ fn fields_in_words(fields: &str) -> String {
         if !words.is_empty() {
             words.push_str(", ");
         }
-        words.push_str(name);
+        words.push_str(&tool.model_name(name));
         words.push(' ');
         match value {
             serde_json::Value::String(text) => words.push_str(text),

@@ -149,6 +149,7 @@ mod tests {
         budget: None,
         instruments: crate::__idem_instruments!("served"),
         claim: crate::call::Claim::new(),
+        json_names: crate::json_names::JsonNames::none(),
         ..SENSOR
     };
 

@@ -81,6 +81,16 @@
 //! made when every key field is a field of the argument struct; the plain function
 //! `send_invoice_status(ctx, args)` is made always.
 //!
+//! Its parameters, what it reads and the errors it answers name each key field by its JSON
+//! name, the one the tool's own parameters show: with `#[serde(rename_all = "camelCase")]`
+//! on `InvoiceArgs`, `<args.customer_id>` is `customerId` (any of serde's `rename_all`
+//! rules is found by itself); a field `#[serde(rename = "custId")]` renames is named in the
+//! attribute, `json_names = [args.customer_id = "custId"]`. Its declaration, which ADK's
+//! agent reads on every run, never panics: a field whose JSON name is not found is left out
+//! of its parameters, and every call answers `INVALID_KEY` saying which field and what to
+//! write. CONFLICT and the tool's other answers name fields by their JSON names too. The
+//! rule: [Field names the model sees](https://docs.rs/idem-tools/latest/idem/index.html#field-names-the-model-sees).
+//!
 //! # Which `#[tool]`
 //!
 //! rmcp's attribute is `#[tool]` too. `#[idempotent]` reads the path first: `#[adk_tool::tool]`,

@@ -117,6 +117,7 @@ impl<St> Shared<St> {
                 template: if settings.scope.is_some() { &SCOPED } else { &UNSCOPED },
                 compare: &super::fingerprint::FIELDS,
                 compare_written: &super::fingerprint::FIELDS,
+                json_names: crate::json_names::JsonNames::none(),
                 status_fn: name,
                 lease: settings.lease,
                 max_hold: settings.max_hold,

@@ -181,9 +181,16 @@
 //!   normalization), and the status tool answers `{"status": "completed", "result": ...}`,
 //!   `{"status": "in_progress", ...}`, `{"status": "not_found"}`, ... (the [`Status`]
 //!   of the tool's `<fn>_status`, as [`status_result`] shows it).
-//! - **Renamed fields.** A key field's JSON name must be its Rust name: a
-//!   `#[serde(rename)]` (or a `rename_all` that changes it) makes building the tool list
-//!   panic with a message naming the field, as rmcp does for an input schema it cannot use.
+//! - **Renamed fields.** Each field is taken, described and named in errors by its JSON
+//!   name, the one the tool's own input schema shows: with
+//!   `#[serde(rename_all = "camelCase")]` on `SendInvoice`, `<req.customer_id>` is
+//!   `customerId` (any of serde's `rename_all` rules is found by itself); a field
+//!   `#[serde(rename = "custId")]` renames is named in the attribute,
+//!   `json_names = [req.customer_id = "custId"]`. A field whose JSON name is not found is
+//!   left out of the input schema, and every call of the status tool answers `INVALID_KEY`
+//!   saying which field and what to write; the tool list still builds. CONFLICT and the
+//!   tool's other answers name fields by those JSON names too. The rule:
+//!   [Field names the model sees](https://docs.rs/idem-tools/latest/idem/index.html#field-names-the-model-sees).
 //! - **Key fields from elsewhere.** When the key's fields do not all come from the
 //!   `Parameters<T>` argument (a key field from another argument, the whole request as the
 //!   key, a `store` read from the request), the status tool takes the arguments

@@ -1,0 +1,9 @@
+use idem::idempotent;
+
+// `customer` is a plain parameter, not a field of arguments the model sends as JSON.
+#[idempotent(key = "charge:<customer>", json_names = [customer = "cust"])]
+fn charge(customer: String, amount: u64) -> Result<String, idem::Error> {
+    Ok(format!("{customer}:{amount}"))
+}
+
+fn main() {}
