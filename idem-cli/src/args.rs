@@ -330,10 +330,11 @@ Keys:
   scope's SHA-256 and a /. An HTTP layer's key (namespace http unless the layer names
   one) is the Idempotency-Key as sent, not normalized, percent-encoded the same way: inv:1
   is stored as inv%3A1.
-  show, resolve and reopen take a key as list shows it. Given one that names no record,
-  they try it with some or all of its reserved characters percent-encoded (every choice, up
-  to 10 such characters; beyond that only all of them encoded). One record found is used,
-  and a line on stderr names its key; two or more are named and nothing is used. Case and
+  show, resolve, reopen, approve and decline take a key as list (or approvals) shows it.
+  Given one that names no record (or approval request), they try it with some or all of its
+  reserved characters percent-encoded (every choice, up to 10 such characters; beyond that
+  only all of them encoded). One found is used, and a line on stderr names its key; two or
+  more are named and nothing is used; none found says where it was looked for. Case and
   normalization are not guessed: type a value as it is stored.
 
 Exit codes:
