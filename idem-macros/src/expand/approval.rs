@@ -29,8 +29,7 @@ use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::approval::TextPiece;
-use crate::validate::Plan;
+use crate::plan::{Asks, Plan, TextPiece};
 
 /// The `approval` field of the tool's static.
 pub(super) fn policy(plan: &Plan) -> TokenStream {
@@ -41,7 +40,7 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
         None => quote!(#krate::__private::DEFAULT_APPROVAL_TTL),
     };
     let summary = &approval.summary;
-    let on_request = match &approval.on_request {
+    let on_request = match &approval.notify {
         Some(hook) => {
             let krate = super::krate_at(plan, hook.span());
             quote_spanned!(hook.span()=> ::core::option::Option::Some(#hook as fn(&#krate::approval::Request)))
@@ -57,12 +56,13 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
 pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
     let approval = plan.approval.as_ref()?;
     let krate = &plan.krate;
-    let condition = match &approval.condition {
-        None => quote!(true),
-        Some(condition) => {
+    let condition = match &approval.asks {
+        Asks::Always => Some(quote!(true)),
+        Asks::When(condition) => {
             let krate = super::krate_at(plan, condition.span());
-            quote_spanned!(condition.span()=> #krate::__private::approval_condition(#condition))
+            Some(quote_spanned!(condition.span()=> #krate::__private::approval_condition(#condition)))
         }
+        Asks::OverBudgetOnly => None,
     };
     let text = match &approval.text {
         None => quote!(::core::option::Option::None),
@@ -85,8 +85,9 @@ pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
         let describing = Ident::new("describing", Span::call_site());
         quote!(let #call = #call.#describing(#text);)
     });
+    let ask = condition.map(|condition| quote!(let #call = if #condition { #call.#asking(#text) } else { #call };));
     Some(quote! {
         #describing
-        let #call = if #condition { #call.#asking(#text) } else { #call };
+        #ask
     })
 }

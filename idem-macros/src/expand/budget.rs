@@ -20,7 +20,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 pub(super) fn policy(plan: &Plan) -> TokenStream {
     let Some(budget) = &plan.budget else { return quote!(::core::option::Option::None) };
