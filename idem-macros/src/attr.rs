@@ -2,11 +2,18 @@
 //! as written, with its spans. Every argument is parsed here and nowhere else; what one
 //! argument says about another is `valid.rs`'s.
 //!
-//! `key = "..."`, `compare = [a, b.c]`, `store = expr`, `scope = expr`, `unscoped`,
-//! `namespace = "..."`, `lease = "30s"`, `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`,
-//! `on_error = keep`, `reconcile = expr`, `approval = required | expr`, `approval_text = "..."`,
-//! `approval_ttl = "1d"`, `on_approval_request = path`, `budget = PATH`, `over_budget = approval`,
-//! `json_names = [args.customer_id = "custId"]`, `crate = "my_idem"`.
+//! `key = "..."`, `compare = [a, b.c]`, `json_names = [args.customer_id = "custId"]`,
+//! `store = expr`, `scope = expr`, `unscoped`, `namespace = "..."`, `lease = "30s"`,
+//! `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`, `on_error = keep`, `reconcile = f`,
+//! `approval` or `approval(...)` (`attr/approval.rs`), `budget = PATH`, `crate = "my_idem"`.
+//!
+//! The grammar's rules, which the crate docs' table shows and ARCHITECTURE.md explains: an
+//! argument with one value is `name = value`; a feature with settings of its own is a group,
+//! `name(setting, ...)`, holding every setting that means nothing without it; a word alone is
+//! a flag. A word of idem's stands only where a name stands (before `=`, or alone); after `=`
+//! comes either your Rust (an expression, a path) or a value of a fixed shape (a string, a
+//! duration, a list, `keep`), never one of both. Hooks are named by their job (`reconcile`,
+//! `notify`); `on_<event> = <word>` picks what idem does (`on_error = keep`).
 
 use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
@@ -14,11 +21,13 @@ use syn::{Expr, Ident, LitStr, Token};
 
 use crate::errors::Errors;
 
+mod approval;
 mod value;
 
+pub(crate) use approval::ApprovalAttr;
 pub(crate) use value::{Duration, FieldPath};
 
-const EXPECTED: &str = "expected one of: key, compare, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, approval_text, approval_ttl, on_approval_request, budget, over_budget, json_names, crate";
+const EXPECTED: &str = "expected one of: key, compare, json_names, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, budget, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 const JSON_NAMES_HELP: &str = "`json_names` takes a list of fields of the arguments with the JSON name each has, for fields `#[serde(rename = \"...\")]` renames, e.g. json_names = [args.customer_id = \"custId\"]";
 
@@ -41,19 +50,10 @@ pub(crate) struct Attr {
     /// `on_error = keep`: the body's errors are the final answer (the `keep` token).
     pub keep_errors: Option<Ident>,
     pub reconcile: Option<Expr>,
-    /// `approval = required` or `approval = <bool expression over the parameters>`.
-    pub approval: Option<ApprovalArg>,
-    /// `approval_text = "Pay <supplier> <amount> EUR"`: the request's text.
-    pub approval_text: Option<LitStr>,
-    /// `approval_ttl = "1d"`: how long a request waits for a decision.
-    pub approval_ttl: Option<Duration>,
-    /// `on_approval_request = path::to::fn`: called once per request made.
-    pub on_approval_request: Option<Expr>,
+    /// `approval` or `approval(...)`: which calls ask a person, and what they are asked.
+    pub approval: Option<ApprovalAttr>,
     /// `budget = PATH`: the `static` budget fresh runs are charged to.
     pub budget: Option<syn::Path>,
-    /// `over_budget = approval`: a call the budget has no room for asks a person (the
-    /// token, where a misplaced one is reported).
-    pub over_budget: Option<Ident>,
     /// `json_names = [args.customer_id = "custId"]`: the JSON names of fields that serde's
     /// `rename` renames, which the macro cannot see.
     pub json_names: Vec<(FieldPath, LitStr)>,
@@ -62,14 +62,6 @@ pub(crate) struct Attr {
     /// Whether every argument was read: a syntax error stops the parser, so arguments
     /// after it are unknown and must not be reported missing.
     pub complete: bool,
-}
-
-/// `approval = ...`.
-pub(crate) enum ApprovalArg {
-    /// `approval = required`: every first call of an action asks.
-    Required,
-    /// `approval = <bool expression>`: a call asks when it holds.
-    When(Expr),
 }
 
 /// Parses the attribute's arguments, collecting every mistake into `errors`.
@@ -128,34 +120,12 @@ fn argument(attr: &mut Attr, seen: &mut Seen, meta: &ParseNestedMeta) -> syn::Re
         "retain" => set_once(meta, &mut attr.retain, "retain", || value::duration(meta, "retain")),
         "timeout" => set_once(meta, &mut attr.timeout, "timeout", || value::duration(meta, "timeout")),
         "reconcile" => set_once(meta, &mut attr.reconcile, "reconcile", || meta.value()?.parse()),
-        "approval" => set_once(meta, &mut attr.approval, "approval", || {
-            let value: Expr = meta.value()?.parse()?;
-            Ok(match value {
-                Expr::Path(path) if path.path.is_ident("required") => ApprovalArg::Required,
-                other => ApprovalArg::When(other),
-            })
-        }),
-        "approval_text" => set_once(meta, &mut attr.approval_text, "approval_text", || {
-            value::string(
-                meta,
-                "`approval_text` takes a string literal template, e.g. approval_text = \"Pay <supplier> <amount> EUR\"",
-            )
-        }),
-        "approval_ttl" => {
-            set_once(meta, &mut attr.approval_ttl, "approval_ttl", || value::duration(meta, "approval_ttl"))
-        }
-        "on_approval_request" => {
-            set_once(meta, &mut attr.on_approval_request, "on_approval_request", || meta.value()?.parse())
-        }
+        "approval" => set_once(meta, &mut attr.approval, "approval", || approval::parse(meta)),
         "budget" => set_once(meta, &mut attr.budget, "budget", || {
-            meta.value()?.parse::<syn::Path>().map_err(|error| syn::Error::new(error.span(), BUDGET_HELP))
-        }),
-        "over_budget" => set_once(meta, &mut attr.over_budget, "over_budget", || {
-            let value: Ident = meta.value()?.parse().map_err(|e| syn::Error::new(e.span(), OVER_BUDGET_HELP))?;
-            match value.to_string().as_str() {
-                "approval" => Ok(value),
-                _ => Err(syn::Error::new(value.span(), OVER_BUDGET_HELP)),
+            if meta.input.peek(syn::token::Paren) {
+                return Err(meta.error(BUDGET_GROUP));
             }
+            meta.value()?.parse::<syn::Path>().map_err(|error| syn::Error::new(error.span(), BUDGET_HELP))
         }),
         "crate" => set_once(meta, &mut attr.krate, "crate", || value::krate(meta)),
         "on_error" => {
@@ -220,6 +190,6 @@ fn set_once<T>(
 
 const BUDGET_HELP: &str = "`budget` takes the path of a `static` budget, e.g. budget = REFUNDS for `static REFUNDS: idem::Budget = idem::Budget::count(\"refunds\", 20).per_day();`";
 
-const OVER_BUDGET_HELP: &str = "`over_budget` takes `approval`: a call the budget has no room for asks a person instead of answering BUDGET_EXCEEDED (without `over_budget`, it answers BUDGET_EXCEEDED)";
+const BUDGET_GROUP: &str = "`budget` takes one value, the path of a `static` budget: budget = REFUNDS; a call it has no room for asks a person with `approval(over_budget)`";
 
 const ON_ERROR_HELP: &str = "`on_error` takes `release` (the default: an error means the action did not happen, so a retry may run it) or `keep` (the error is the final answer, replayed to every retry)";

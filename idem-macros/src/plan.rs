@@ -6,7 +6,7 @@ use proc_macro2::Span;
 use syn::{Expr, FnArg, Ident, LitStr};
 
 use crate::ast::Tool;
-use crate::attr::{ApprovalArg, FieldPath};
+use crate::attr::FieldPath;
 use crate::frameworks::Framework;
 use crate::json_names::{self, JsonNamesPlan, UsedField};
 use crate::params::{self, Binding};
@@ -171,7 +171,7 @@ pub(crate) fn lower(tool: &Tool) -> Plan {
     Plan {
         framework: tool.framework,
         approval: approval(tool),
-        budget: attr.budget.clone().map(|path| BudgetPlan { path, over_budget_asks: attr.over_budget.is_some() }),
+        budget: attr.budget.clone().map(|path| BudgetPlan { path, over_budget_asks: over_budget_asks(tool) }),
         pieces,
         key_fields,
         compare,
@@ -245,22 +245,20 @@ fn params_key(
     Some(ParamsKey { arg, fields, parts })
 }
 
-/// The approval policy, when the tool asks a person: for its condition (or always), or only
-/// when its budget has no room (`over_budget = approval` without `approval = ...`).
+/// The approval policy, when the tool asks a person: on every first call (`always`), when
+/// its condition holds, or only when its budget has no room (`over_budget` alone).
 fn approval(tool: &Tool) -> Option<ApprovalPlan> {
-    let attr = &tool.attr;
-    let asks = match &attr.approval {
-        Some(ApprovalArg::Required) => Asks::Always,
-        Some(ApprovalArg::When(condition)) => Asks::When(condition.clone()),
-        None if attr.over_budget.is_some() && attr.budget.is_some() => Asks::OverBudgetOnly,
-        None => return None,
+    let approval = tool.attr.approval.as_ref()?;
+    let asks = match (&approval.always, &approval.when) {
+        (Some(_), _) => Asks::Always,
+        (None, Some(condition)) => Asks::When(condition.clone()),
+        (None, None) => Asks::OverBudgetOnly,
     };
-    let text = attr.approval_text.as_ref().map(|text| (text_pieces(text), text.span()));
     Some(ApprovalPlan {
         asks,
-        text,
-        ttl_ms: attr.approval_ttl.map(|ttl| ttl.ms),
-        notify: attr.on_approval_request.clone(),
+        text: approval.text.as_ref().map(|text| (text_pieces(text), text.span())),
+        ttl_ms: approval.ttl.map(|ttl| ttl.ms),
+        notify: approval.notify.clone(),
         summary: crate::docs::summary(&tool.item.attrs),
     })
 }
@@ -276,4 +274,9 @@ fn text_pieces(text: &LitStr) -> Vec<TextPiece> {
         _ => None,
     });
     pieces.collect()
+}
+
+/// Whether a call the budget has no room for asks a person: `approval(over_budget)`.
+fn over_budget_asks(tool: &Tool) -> bool {
+    tool.attr.approval.as_ref().is_some_and(|approval| approval.over_budget.is_some())
 }

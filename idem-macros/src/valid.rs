@@ -10,7 +10,7 @@ use syn::{Ident, LitStr};
 
 use crate::approval_text;
 use crate::ast::Tool;
-use crate::attr::{ApprovalArg, Duration, FieldPath};
+use crate::attr::{Duration, FieldPath};
 use crate::errors::Errors;
 use crate::frameworks::Framework;
 use crate::json_names::{self, UsedField};
@@ -21,12 +21,6 @@ use crate::template::{self, Piece, Placeholder};
 pub(crate) fn check(tool: &Tool, errors: &mut Errors) {
     let attr = &tool.attr;
     approval(tool, errors);
-    if let (Some(over_budget), None) = (&attr.over_budget, &attr.budget) {
-        errors.at(
-            over_budget.span(),
-            "`over_budget` needs `budget = ...`: it says what a call does when the budget has no room",
-        );
-    }
     if let Some(krate) = &attr.krate {
         crate::krate::check(krate, errors);
     }
@@ -271,52 +265,62 @@ fn scope_is_the_callers(tool: &Tool, scope: &syn::Expr, errors: &mut Errors) {
     }
 }
 
-/// The approval's companions need it; its condition and its text read the parameters only
-/// (they are evaluated before the body runs).
+/// An approval group says which calls ask, without contradicting itself; `over_budget` needs
+/// a budget; the condition and the text read the parameters only (they are evaluated before
+/// the body runs).
 fn approval(tool: &Tool, errors: &mut Errors) {
-    let attr = &tool.attr;
-    let asks_over_budget = attr.over_budget.is_some() && attr.budget.is_some();
-    if attr.approval.is_none() && !asks_over_budget {
-        let needs = "needs `approval = ...` (`required`, or a condition over the parameters such as `amount > 1000.0`) or `over_budget = approval`";
-        if let Some(text) = &attr.approval_text {
-            errors.at(text.span(), format!("`approval_text` {needs}"));
-        }
-        if let Some(ttl) = attr.approval_ttl {
-            errors.at(ttl.span, format!("`approval_ttl` {needs}"));
-        }
-        if let Some(hook) = &attr.on_approval_request {
-            errors.at(hook.span(), format!("`on_approval_request` {needs}"));
-        }
-        return;
+    let Some(approval) = &tool.attr.approval else { return };
+    if !approval.says_when() {
+        errors.at(
+            approval.name.span(),
+            "`approval(...)` must say which calls ask a person: add `always` (every first call), `when = <condition>` \
+             (e.g. when = amount > 1000.0) or `over_budget` (a call its budget has no room for), e.g. \
+             approval(always, text = \"...\")",
+        );
+    }
+    if let (Some(always), Some(_)) = (&approval.always, &approval.when) {
+        errors.at(always.span(), "`always` contradicts `when = ...` in `approval(...)`: keep one");
+    }
+    if let (Some(over_budget), None) = (&approval.over_budget, &tool.attr.budget) {
+        errors.at(
+            over_budget.span(),
+            "`approval(over_budget)` needs `budget = ...`: it says that a call the budget has no room for asks a person",
+        );
     }
     let (fn_name, bindings) = (&tool.item.sig.ident, &tool.bindings);
-    if let Some(ApprovalArg::When(condition)) = &attr.approval {
+    if let Some(condition) = &approval.when {
         for (name, span) in crate::reads::not_parameters(quote::ToTokens::to_token_stream(condition), bindings) {
+            let always = match name.as_str() {
+                "required" | "always" => {
+                    "; to ask on every first call, write `approval` alone or `approval(always, ...)`"
+                }
+                _ => "",
+            };
             errors.at(
                 span,
                 format!(
-                    "`approval` reads `{name}`, which is not a parameter of {fn_name}: the condition is evaluated \
-                     before the body runs, from the call's parameters (available: {})",
+                    "`approval(when = ...)` reads `{name}`, which is not a parameter of {fn_name}: the condition is \
+                     evaluated before the body runs, from the call's parameters (available: {}){always}",
                     params::names(bindings)
                 ),
             );
         }
     }
-    let Some(text) = &attr.approval_text else { return };
+    let Some(text) = &approval.text else { return };
     for piece in approval_text::parse(&text.value()) {
         let message = match piece {
             approval_text::Piece::Unclosed(rest) => {
-                format!("unclosed placeholder in approval_text: `{rest}` has no `>`")
+                format!("unclosed placeholder in `approval(text = ...)`: `{rest}` has no `>`")
             }
             approval_text::Piece::Placeholder { inside, path: None } => format!(
-                "placeholder <{inside}> in approval_text must name a parameter or a field path, e.g. <amount> or <req.amount>"
+                "placeholder <{inside}> in `approval(text = ...)` must name a parameter or a field path, e.g. <amount> or <req.amount>"
             ),
             approval_text::Piece::Placeholder { inside, path: Some(path) } => {
                 if bindings.iter().any(|binding| binding.ident == path[0]) {
                     continue;
                 }
                 format!(
-                    "unknown placeholder <{inside}> in approval_text; {fn_name} has no parameter {} (available: {})",
+                    "unknown placeholder <{inside}> in `approval(text = ...)`; {fn_name} has no parameter {} (available: {})",
                     path[0],
                     params::names(bindings)
                 )

@@ -1,11 +1,10 @@
-//! `approval = ...`: the tool's approval policy, and the call's request when its condition
-//! holds.
+//! `approval(...)`: the tool's approval policy, and the call's request when it asks.
 //!
 //! Input:
 //!
 //! ```text
 //! #[idempotent(key = "payment:<supplier>:<invoice>", compare = [amount],
-//!     approval = amount > 1000.0, approval_text = "Pay <supplier> <amount> EUR")]
+//!     approval(when = amount > 1000.0, text = "Pay <supplier> <amount> EUR"))]
 //! ```
 //!
 //! Output, in the tool's static and after the call is gathered:
@@ -23,6 +22,10 @@
 //!     __idem_call
 //! };
 //! ```
+//!
+//! `approval` alone (or `always`) asks with `if true`; `approval(over_budget)` alone asks
+//! nothing here (the runtime asks when the budget has no room), and a tool whose budget asks
+//! gets its text rendered for every call: `let __idem_call = __idem_call.describing(Some(..));`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -78,7 +81,7 @@ pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
         }
     };
     let asking = Ident::new("asking", Span::call_site());
-    // A tool that asks when over budget (`over_budget = approval`) may ask on any call: its
+    // A tool that asks when over budget (`approval(over_budget)`) may ask on any call: its
     // text is rendered for each.
     let over_budget = plan.budget.as_ref().is_some_and(|budget| budget.over_budget_asks);
     let describing = (over_budget && approval.text.is_some()).then(|| {

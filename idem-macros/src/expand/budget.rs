@@ -1,6 +1,6 @@
 //! `budget = PATH`: the `budget` field of the tool's static.
 //!
-//! Input: `#[idempotent(key = "refund:<order>", compare = [amount], budget = REFUNDS, over_budget = approval)]`
+//! Input: `#[idempotent(key = "refund:<order>", compare = [amount], budget = REFUNDS, approval(over_budget))]`
 //!
 //! Output: the `budget` field of the tool's static,
 //!
