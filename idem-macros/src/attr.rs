@@ -22,6 +22,7 @@ use syn::{Expr, Ident, LitStr, Token};
 use crate::errors::Errors;
 
 mod approval;
+mod old;
 mod value;
 
 pub(crate) use approval::ApprovalAttr;
@@ -68,7 +69,15 @@ pub(crate) struct Attr {
 pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Attr {
     let mut attr = Attr { complete: true, ..Attr::default() };
     let mut seen = Seen::default();
-    let parser = syn::meta::parser(|meta| argument(&mut attr, &mut seen, &meta));
+    let parser = syn::meta::parser(|meta| {
+        // A spelling that changed is refused and parsing goes on, so that every one is shown.
+        let name = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+        match old::changed(&name, &meta)? {
+            Some(error) => errors.push(error),
+            None => argument(&mut attr, &mut seen, &meta)?,
+        }
+        Ok(())
+    });
     if let Err(error) = syn::parse::Parser::parse2(parser, tokens) {
         errors.push(error);
         attr.complete = false;
