@@ -52,7 +52,16 @@ use crate::errors::Errors;
 use crate::frameworks::is_attr;
 
 pub(crate) fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let krate = crate::attr::parse_crate_only(attr, "#[idem::tasks]")?.unwrap_or_else(|| syn::parse_quote!(::idem));
+    let krate = crate::attr::parse_crate_only(attr, "#[idem::tasks]")?;
+    if let Some(krate) = &krate {
+        // As `#[idempotent]` checks it: a name no dependency has is one error at the string.
+        let mut errors = Errors::default();
+        crate::krate::check(krate, &mut errors);
+        if let Some(error) = errors.into_error() {
+            return Err(error);
+        }
+    }
+    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::idem));
     let mut item_impl: ItemImpl = syn::parse2(item).map_err(|error| {
         syn::Error::new(
             error.span(),
