@@ -33,9 +33,11 @@ impl Billing {
     #[idempotent(
         key = "payment:<supplier>:<invoice>",
         compare = [amount, iban],
-        approval = amount > 1000.0,
-        approval_text = "pay <supplier> <amount> EUR for <invoice> to <iban>",
-        on_approval_request = notify_approvers,
+        approval(
+            when = amount > 1000.0,
+            text = "pay <supplier> <amount> EUR for <invoice> to <iban>",
+            notify = notify_approvers
+        ),
         namespace = "billing::pay_invoice",
         store = self.store
     )]

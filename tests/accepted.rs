@@ -6,6 +6,9 @@
 // variant is never read).
 #![allow(dead_code)]
 
+#[path = "accepted/approval-forms.rs"]
+mod approval_forms;
+
 #[path = "accepted/async-fn.rs"]
 mod async_fn;
 
@@ -40,6 +43,11 @@ mod self_method;
 
 #[path = "accepted/sync-free-fn.rs"]
 mod sync_free_fn;
+
+#[test]
+fn approval_forms() {
+    approval_forms::main();
+}
 
 #[test]
 fn async_fn() {

@@ -1,4 +1,4 @@
-//! Approvals bound to the business action (`approval = ...`), counted: requests made, the
+//! Approvals bound to the business action (`approval`), counted: requests made, the
 //! hook's calls and the body's runs, through real tools on real stores.
 
 #[path = "support/postgres.rs"]
@@ -38,9 +38,11 @@ impl<S: idem::store::Store> Payments<S> {
     #[idempotent(
         key = "payment:<supplier>:<invoice>",
         compare = [amount, iban],
-        approval = amount > 1000.0,
-        approval_text = "Pay <supplier> <amount> EUR for <invoice> to <iban>",
-        on_approval_request = notify,
+        approval(
+            when = amount > 1000.0,
+            text = "Pay <supplier> <amount> EUR for <invoice> to <iban>",
+            notify = notify
+        ),
         namespace = "tests::pay_invoice",
         store = self.store
     )]
@@ -221,7 +223,7 @@ fn quick_asked(_: &approval::Request) {
 
 impl Quick {
     /// Delete an account.
-    #[idempotent(key = "delete:<account>", approval = required, approval_ttl = "300ms", on_approval_request = quick_asked, store = self.store)]
+    #[idempotent(key = "delete:<account>", approval(always, ttl = "300ms", notify = quick_asked), store = self.store)]
     fn delete(&self, account: String) -> Result<(), idem::Error> {
         QUICK_RUNS.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -251,7 +253,7 @@ static TENANT_RUNS: LazyLock<Mutex<Vec<String>>> = LazyLock::new(Mutex::default)
 
 impl Tenanted {
     /// Refund an order.
-    #[idempotent(key = "refund:<order>", scope = self.tenant, approval = required, namespace = "tests::refund", store = *self.store)]
+    #[idempotent(key = "refund:<order>", scope = self.tenant, approval, namespace = "tests::refund", store = *self.store)]
     fn refund(&self, order: String) -> Result<(), idem::Error> {
         TENANT_RUNS.lock().unwrap().push(self.tenant.clone());
         Ok(())
@@ -282,7 +284,7 @@ struct TenantBilling {
 impl TenantBilling {
     /// Send an invoice.
     #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], scope = self.tenant,
-        approval = amount > 1000.0, namespace = "tests::tenant_invoice", store = self.store)]
+        approval(when = amount > 1000.0), namespace = "tests::tenant_invoice", store = self.store)]
     fn send_invoice(&self, customer: String, period: String, amount: f64) -> Result<f64, idem::Error> {
         Ok(amount)
     }

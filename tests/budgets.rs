@@ -116,7 +116,7 @@ impl<S: idem::store::Store> Shop<S> {
     }
 
     /// Send a gift.
-    #[idempotent(key = "gift:<gift>", compare = [value], budget = GIFTS, over_budget = approval,
+    #[idempotent(key = "gift:<gift>", compare = [value], budget = GIFTS, approval(over_budget),
         namespace = "tests::gift", store = self.store)]
     fn gift(&self, gift: String, value: f64) -> Result<String, idem::Error> {
         effect(&gift);

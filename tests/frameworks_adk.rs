@@ -294,7 +294,7 @@ struct PayArgs {
 }
 
 /// Pay a supplier; above 1,000 EUR a person approves first.
-#[idempotent(key = "pay:<args.supplier>", compare = [args.amount], approval = args.amount > 1000.0, scope = ctx.user_id(), store = *STORE)]
+#[idempotent(key = "pay:<args.supplier>", compare = [args.amount], approval(when = args.amount > 1000.0), scope = ctx.user_id(), store = *STORE)]
 #[tool]
 async fn pay_supplier(ctx: Arc<dyn ToolContext>, args: PayArgs) -> Result<Value, AdkError> {
     Ok(json!({"paid": args.supplier, "amount": args.amount, "by": ctx.user_id()}))

@@ -162,8 +162,7 @@ impl Billing {
         key = "refund:<req.invoice>",
         compare = [req.amount],
         scope = principal.tenant,
-        approval = req.amount > 500.0,
-        approval_text = "refund <req.amount> EUR of <req.invoice>",
+        approval(when = req.amount > 500.0, text = "refund <req.amount> EUR of <req.invoice>"),
         store = *self.store
     )]
     #[tool]

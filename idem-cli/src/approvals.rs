@@ -1,5 +1,5 @@
 //! `idem approvals`, `idem approve`, `idem decline`, and `idem reopen` of a declined
-//! approval: a person's decisions on the requests of tools with `approval = ...`.
+//! approval: a person's decisions on the requests of tools with `approval`.
 
 use idem_runtime::approval::{self, DecideError, Request, State};
 use idem_runtime::store::{Admin, RecordId, rfc3339};

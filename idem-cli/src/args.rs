@@ -163,7 +163,7 @@ pub(crate) enum Command {
     },
     /// List the approval requests waiting for a person, oldest first.
     ///
-    /// The requests of tools with `approval = ...` that nobody approved or declined yet and
+    /// The requests of tools with `approval` that nobody approved or declined yet and
     /// that have not expired: namespace, key, the text the person is asked, when it was
     /// asked and when it expires (`--json`: one object per line, with the compared fields
     /// as `request`). Then one line on stderr: `N approval request(s) waiting in STORE`.

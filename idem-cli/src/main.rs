@@ -22,7 +22,7 @@
 //! a crash, after you checked with the provider what happened: `--done` records the
 //! provider's result, `--release` lets the next call run the action. It prints the record
 //! first, asks for confirmation unless `--yes` is given, and refuses a key whose lease is
-//! live unless `--force`. `approvals` lists the requests of tools with `approval = ...` that
+//! live unless `--force`. `approvals` lists the requests of tools with `approval` that
 //! wait for a person; `approve` and `decline` decide one, as NAME. `budgets` shows what
 //! the budgets of tools with `budget = ...` used per scope and window; `raise` and `reset`
 //! change one window, recorded with who and why. `idem --help` and `idem help <command>`

@@ -39,6 +39,17 @@ pub(crate) fn status_doc(tool: &str, approvals: bool) -> String {
     }
 }
 
+/// The tool's summary, as an approval request names it: the first sentence of its doc
+/// comment (up to the first `. ` or the first paragraph's end), or nothing.
+pub(crate) fn summary(attrs: &[Attribute]) -> String {
+    let Some(docs) = description(attrs) else { return String::new() };
+    let paragraph = docs.split("\n\n").next().unwrap_or(&docs).trim();
+    match paragraph.find(". ") {
+        Some(end) => paragraph[..=end].to_owned(),
+        None => paragraph.to_owned(),
+    }
+}
+
 /// Doc lines (each `#[doc]` value, which may hold several lines) as Markdown paragraphs:
 /// one leading space stripped per line, the lines of a paragraph joined with one space,
 /// paragraphs separated by a blank line. A line break stays before a list item (`- `,

@@ -45,8 +45,8 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::frameworks::{self, Framework};
+use crate::plan::Plan;
 use crate::template::Piece;
-use crate::validate::Plan;
 
 mod adk;
 mod approval;
@@ -93,7 +93,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
     let assert_output = quote_spanned!(ret.span()=> let _: #at_ret::__private::StatusOf<#ret> = ::core::result::Result::Ok(#at_ret::Status::NotFound););
-    let attrs = frameworks::tool_attrs(item);
+    let attrs = frameworks::tool_attrs(item, plan.framework);
     let vis = &item.vis;
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
@@ -251,7 +251,7 @@ fn tool_static(plan: &Plan, item: &ItemFn) -> TokenStream {
 fn arguments_schema(plan: &Plan, item: &ItemFn) -> Option<TokenStream> {
     let krate = &plan.krate;
     let arg = plan.json_names.arg?;
-    match frameworks::detect(item) {
+    match plan.framework {
         Framework::Rmcp => {
             let FnArg::Typed(typed) = &item.sig.inputs[arg] else { return None };
             let ty = &typed.ty;
@@ -273,8 +273,8 @@ fn arguments_schema(plan: &Plan, item: &ItemFn) -> Option<TokenStream> {
 
 /// Whether the tool's calls may answer with an MCP task: async rmcp tools, whose task
 /// state `#[idem::status_tools]` serves.
-fn serves_tasks(_plan: &Plan, item: &ItemFn) -> bool {
-    item.sig.asyncness.is_some() && frameworks::detect(item) == Framework::Rmcp
+fn serves_tasks(plan: &Plan, item: &ItemFn) -> bool {
+    item.sig.asyncness.is_some() && plan.framework == Framework::Rmcp
 }
 
 /// One `key_part(&value)` per placeholder, spanned at the binding so that a type that

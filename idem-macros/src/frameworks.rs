@@ -39,6 +39,8 @@ pub(crate) fn is_attr(attr: &Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|segment| segment.ident == name)
 }
 
+/// The framework of `item`'s tool attribute. Called once per expansion, by `ast.rs`: the
+/// model carries the answer.
 pub(crate) fn detect(item: &ItemFn) -> Framework {
     if let Some(tool) = item.attrs.iter().find(|attr| is_attr(attr, "tool")) {
         // An undecided `#[tool]` is rmcp's, as it always was; `check_tool` reports it.
@@ -54,12 +56,12 @@ pub(crate) fn detect(item: &ItemFn) -> Framework {
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
 /// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
 /// comment as paragraphs (`docs::description`): both would join its lines with "\n".
-pub(crate) fn tool_attrs(item: &ItemFn) -> Vec<Attribute> {
+pub(crate) fn tool_attrs(item: &ItemFn, framework: Framework) -> Vec<Attribute> {
     let attrs = &item.attrs;
     let description = crate::docs::description(attrs);
     let description = description.as_deref();
     // ADK-Rust's `#[tool]` takes no description and no annotations: as written.
-    let rmcp = detect(item) == Framework::Rmcp;
+    let rmcp = framework == Framework::Rmcp;
     attrs
         .iter()
         .map(|attr| {
@@ -208,7 +210,7 @@ mod tests {
     }
 
     fn reemitted(item: ItemFn) -> Vec<String> {
-        tool_attrs(&item).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+        tool_attrs(&item, detect(&item)).iter().map(|attr| attr.to_token_stream().to_string()).collect()
     }
 
     #[test]

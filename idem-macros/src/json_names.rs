@@ -3,16 +3,15 @@
 //! sees the function's signature only). Names that serde's `rename_all` gives are found at
 //! run time without it, in the arguments' JSON schema (`idem_runtime`'s `json_names`).
 //!
-//! Checked here: each entry is a field of the arguments the model sends (below an rmcp
-//! `Parameters<T>` or an ADK-Rust argument struct) that is a key or compared field, or on
+//! Checked in `valid.rs`: each entry is a field of the arguments the model sends (below an
+//! rmcp `Parameters<T>` or an ADK-Rust argument struct) that is a key or compared field, or on
 //! the way to one (`args.customer` for `<args.customer.id>`), listed once, with a name.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::LitStr;
 
-use crate::args::FieldPath;
-use crate::errors::Errors;
+use crate::attr::FieldPath;
 use crate::params::{self, Binding};
 
 /// What the tool's JSON names need: the names given, by the field's path below the
@@ -44,53 +43,29 @@ pub(crate) struct UsedField<'a> {
     pub recorded: &'a str,
 }
 
-pub(crate) fn validate(
-    entries: &[(FieldPath, LitStr)],
-    bindings: &[Binding],
-    used: &[UsedField<'_>],
-    errors: &mut Errors,
-) -> JsonNamesPlan {
-    let mut plan = JsonNamesPlan::default();
+/// The key and compared fields that are fields of the arguments the model sends, by the
+/// names the tool records them under (each once, in order), and the argument they are
+/// fields of.
+pub(crate) fn argument_fields(bindings: &[Binding], used: &[UsedField<'_>]) -> (Vec<String>, Option<usize>) {
+    let mut paths: Vec<String> = Vec::new();
+    let mut arg = None;
     for field in used {
         if params::in_arguments(bindings, &field.path) && params::model_name(bindings, &field.path) == field.recorded {
-            if !plan.paths.iter().any(|path| path == field.recorded) {
-                plan.paths.push(field.recorded.to_owned());
+            if !paths.iter().any(|path| path == field.recorded) {
+                paths.push(field.recorded.to_owned());
             }
             let root = bindings.iter().find(|binding| binding.ident == field.path[0]);
-            plan.arg = plan.arg.or(root.map(|binding| binding.arg));
+            arg = arg.or(root.map(|binding| binding.arg));
         }
     }
-    for (field, name) in entries {
-        let path: Vec<String> = field.segments.iter().map(ToString::to_string).collect();
-        let span = field.root().span();
-        if !params::in_arguments(bindings, &path) {
-            errors.at(
-                span,
-                format!(
-                    "`json_names` lists `{}`, which is not a field of the arguments the model sends (an rmcp `Parameters<T>`, an ADK-Rust tool's argument struct): only their fields have JSON names of their own",
-                    field.text()
-                ),
-            );
-            continue;
-        }
-        let recorded = params::model_name(bindings, &path);
-        let on_the_way = |used: &str| used == recorded || used.starts_with(&format!("{recorded}."));
-        if !plan.paths.iter().any(|used| on_the_way(used)) {
-            let known = if plan.paths.is_empty() { "none".to_owned() } else { plan.paths.join(", ") };
-            errors.at(
-                span,
-                format!(
-                    "`json_names` lists `{}`, which is neither a key field nor a compared field, nor a field on the way to one (the key and compared fields of the arguments: {known}); remove it",
-                    field.text()
-                ),
-            );
-        } else if name.value().is_empty() {
-            errors.at(name.span(), format!("`json_names` gives `{}` an empty JSON name", field.text()));
-        } else if plan.given.iter().any(|(given, _)| *given == recorded) {
-            errors.at(span, format!("`{}` is listed twice in `json_names`; give it once", field.text()));
-        } else {
-            plan.given.push((recorded, name.value()));
-        }
-    }
-    plan
+    (paths, arg)
+}
+
+/// The plan of valid `json_names` entries (`valid.rs` checks them): each name given by the
+/// name the tool records its field under.
+pub(crate) fn lower(entries: &[(FieldPath, LitStr)], bindings: &[Binding], used: &[UsedField<'_>]) -> JsonNamesPlan {
+    let (paths, arg) = argument_fields(bindings, used);
+    let given =
+        entries.iter().map(|(field, name)| (params::model_name(bindings, &field.path()), name.value())).collect();
+    JsonNamesPlan { given, paths, arg }
 }

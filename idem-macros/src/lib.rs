@@ -4,9 +4,9 @@
 
 #![warn(unreachable_pub)] // library code only: tests and benches keep their `pub` items
 
-mod approval;
-mod args;
-mod budget;
+mod approval_text;
+mod ast;
+mod attr;
 mod docs;
 mod errors;
 mod expand;
@@ -14,6 +14,7 @@ mod frameworks;
 mod json_names;
 mod krate;
 mod params;
+mod plan;
 mod reads;
 mod rules;
 mod scope;
@@ -22,7 +23,7 @@ mod tasks;
 mod template;
 #[cfg(test)]
 mod template_props;
-mod validate;
+mod valid;
 
 use proc_macro::TokenStream;
 
@@ -50,20 +51,14 @@ pub fn idempotent(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Every check of `#[idempotent(attr)]` on `function`, and the plan to expand it when they
-/// pass. `#[idem::status_tools]` runs the same checks to know whether a tool's attribute
-/// expands (it serves a status tool only then).
-fn plan(attr: proc_macro2::TokenStream, function: &syn::ItemFn, errors: &mut errors::Errors) -> Option<validate::Plan> {
-    frameworks::check_order(function, errors);
-    frameworks::check_tool(function, errors);
-    if frameworks::detect(function) == frameworks::Framework::Rmcp {
-        frameworks::check_rmcp_return(function, errors);
-    }
-    if !errors.is_empty() {
-        return None;
-    }
-    let args = args::parse(attr, errors);
-    validate::validate(args, function, errors)
+/// `#[idempotent(attr)]` on `function`: parsed once into its model (`ast.rs`), checked
+/// (`valid.rs`), and lowered to the plan to expand when every check passes.
+/// `#[idem::status_tools]` runs the same steps to know whether a tool's attribute expands
+/// (it serves a status tool only then).
+fn plan(attr: proc_macro2::TokenStream, function: &syn::ItemFn, errors: &mut errors::Errors) -> Option<plan::Plan> {
+    let tool = ast::Tool::parse(attr, function, errors)?;
+    valid::check(&tool, errors);
+    errors.is_empty().then(|| plan::lower(&tool))
 }
 
 /// Serves the status functions of an rmcp server's `#[idempotent]` tools as read-only

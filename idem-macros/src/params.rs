@@ -5,6 +5,9 @@
 use quote::ToTokens;
 use syn::{FnArg, Ident, ItemFn, Member, Pat, Signature, Type};
 
+use crate::attr::FieldPath;
+use crate::frameworks::Framework;
+
 /// One name in scope in the function body.
 pub(crate) struct Binding {
     pub ident: Ident,
@@ -28,8 +31,8 @@ pub(crate) fn bindings(sig: &Signature) -> Vec<Binding> {
 /// `ToolContext`) is what the model sends, as rmcp's `Parameters<T>` is, so its bindings get
 /// the JSON path of what they bind (`[]` for `args`, `["period"]` for `p` in
 /// `InvoiceArgs { period: p, .. }`).
-pub(crate) fn bindings_of(item: &ItemFn) -> Vec<Binding> {
-    let adk = crate::frameworks::detect(item) == crate::frameworks::Framework::Adk;
+pub(crate) fn bindings_of(item: &ItemFn, framework: Framework) -> Vec<Binding> {
+    let adk = framework == Framework::Adk;
     bindings_with(&item.sig, adk.then(|| adk_args(&item.sig)).flatten())
 }
 
@@ -111,6 +114,21 @@ pub(crate) fn model_name(bindings: &[Binding], path: &[String]) -> String {
         }
         _ => path.join("."),
     }
+}
+
+/// The compared fields with the names the model knows them by, sorted by those names (the
+/// order the runtime writes them in). Two fields the model would know by one name keep
+/// their Rust names: a record must never mix them up.
+pub(crate) fn model_named(compare: Vec<FieldPath>, bindings: &[Binding]) -> (Vec<FieldPath>, Vec<String>) {
+    let mut named: Vec<(String, FieldPath)> =
+        compare.into_iter().map(|field| (model_name(bindings, &field.path()), field)).collect();
+    let mut names: Vec<&String> = named.iter().map(|(name, _)| name).collect();
+    names.sort();
+    if names.windows(2).any(|pair| pair[0] == pair[1]) {
+        named.iter_mut().for_each(|(name, field)| *name = field.text());
+    }
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.into_iter().map(|(name, field)| (field, name)).unzip()
 }
 
 /// Whether `path` (a binding and fields below it) is a field of the arguments the model

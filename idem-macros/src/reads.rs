@@ -1,5 +1,6 @@
 //! Which of the function's bindings an expression (`store = ...`, `scope = ...`) reads: the
-//! roots of its paths, never the names after them. `principal.tenant` reads `principal`
+//! roots of its paths, never the names after them; and which values an approval condition
+//! reads that are no parameters. `principal.tenant` reads `principal`
 //! only, even when a `Parameters(Req { tenant, .. })` pattern also binds a `tenant`.
 //!
 //! Read from the tokens rather than the syntax tree, so that every expression form
@@ -63,7 +64,7 @@ fn note<'b>(name: &str, span: Span, bindings: &'b [Binding], found: &mut Vec<(&'
 
 /// Whether the identifier at `i` names a value in scope rather than something inside
 /// another item (see the module docs).
-pub(crate) fn is_root(tokens: &[TokenTree], i: usize) -> bool {
+fn is_root(tokens: &[TokenTree], i: usize) -> bool {
     let before = |n: usize| i.checked_sub(n).map(|at| &tokens[at]);
     let after = |n: usize| tokens.get(i + n);
     // `a.tenant` (a field or method), but not `..tenant` (a range).
@@ -105,6 +106,59 @@ fn inline_format_args(literal: &str) -> Vec<&str> {
         rest = &rest[end..];
     }
     names
+}
+
+/// The names an expression reads that are not parameters: lowercase roots (a value, not a
+/// type, constant or enum variant) that no binding of the function has, other than a
+/// function it calls and `self`.
+pub(crate) fn not_parameters(tokens: TokenStream, bindings: &[Binding]) -> Vec<(String, Span)> {
+    let mut closure_parameters = Vec::new();
+    collect_closure_parameters(tokens.clone(), &mut closure_parameters);
+    let mut found: Vec<(String, Span)> = Vec::new();
+    walk_values(tokens, (bindings, &closure_parameters), &mut found);
+    found
+}
+
+/// The names between a closure's `|` bars, at any depth: `|x, y| ...` binds `x` and `y`,
+/// whose uses in its body read the closure's own parameters.
+fn collect_closure_parameters(tokens: TokenStream, names: &mut Vec<String>) {
+    let mut inside = false;
+    for token in tokens {
+        match token {
+            TokenTree::Punct(punct) if punct.as_char() == '|' => inside = !inside,
+            TokenTree::Ident(ident) if inside => names.push(ident.to_string()),
+            TokenTree::Group(group) => collect_closure_parameters(group.stream(), names),
+            _ => {}
+        }
+    }
+}
+
+const KEYWORDS: &[&str] = &[
+    "self", "true", "false", "as", "if", "else", "match", "let", "move", "async", "await", "return", "mut", "ref",
+    "crate", "super", "in", "for", "while", "loop", "break", "continue", "unsafe", "where", "dyn", "impl",
+];
+
+fn walk_values(tokens: TokenStream, (bindings, closures): (&[Binding], &[String]), found: &mut Vec<(String, Span)>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Ident(ident) if is_root(&tokens, i) => {
+                let name = ident.to_string();
+                let called = tokens.get(i + 1).is_some_and(
+                    |next| matches!(next, TokenTree::Group(group) if group.delimiter() == Delimiter::Parenthesis),
+                );
+                let value_like = name.starts_with(|c: char| c.is_lowercase() || c == '_');
+                let known = bindings.iter().any(|binding| binding.ident == name)
+                    || closures.contains(&name)
+                    || KEYWORDS.contains(&name.as_str());
+                if value_like && !called && !known && !found.iter().any(|(n, _)| *n == name) {
+                    found.push((name, ident.span()));
+                }
+            }
+            TokenTree::Group(group) => walk_values(group.stream(), (bindings, closures), found),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

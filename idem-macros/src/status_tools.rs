@@ -75,7 +75,7 @@ use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemFn, ItemImpl, ReturnType, Toke
 
 use crate::errors::Errors;
 use crate::frameworks::is_attr;
-use crate::validate::{ParamsKey, Plan};
+use crate::plan::{ParamsKey, Plan};
 
 pub(crate) fn status_tools(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if let Some(token) = attr.into_iter().next() {

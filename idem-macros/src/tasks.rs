@@ -52,20 +52,16 @@ use crate::errors::Errors;
 use crate::frameworks::is_attr;
 
 pub(crate) fn tasks(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let krate: syn::Path = if attr.is_empty() {
-        syn::parse_quote!(::idem)
-    } else {
-        let krate = syn::parse2::<syn::MetaNameValue>(attr.clone())
-            .ok()
-            .filter(|meta| meta.path.is_ident("crate"))
-            .and_then(|meta| match meta.value {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(path), .. }) => path.parse::<syn::Path>().ok(),
-                _ => None,
-            });
-        krate.ok_or_else(|| {
-            syn::Error::new(attr.span(), "#[idem::tasks] takes no arguments but `crate = \"path::to::idem\"`")
-        })?
-    };
+    let krate = crate::attr::parse_crate_only(attr, "#[idem::tasks]")?;
+    if let Some(krate) = &krate {
+        // As `#[idempotent]` checks it: a name no dependency has is one error at the string.
+        let mut errors = Errors::default();
+        crate::krate::check(krate, &mut errors);
+        if let Some(error) = errors.into_error() {
+            return Err(error);
+        }
+    }
+    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::idem));
     let mut item_impl: ItemImpl = syn::parse2(item).map_err(|error| {
         syn::Error::new(
             error.span(),
@@ -256,11 +252,11 @@ pub(crate) fn serves_tasks_impl(item_impl: &ItemImpl) -> Option<TokenStream> {
 
 /// The arguments of an `#[idempotent(...)]`, as far as they parse (its own expansion
 /// reports the rest).
-fn args_of(attr: &syn::Attribute) -> crate::args::Args {
+fn args_of(attr: &syn::Attribute) -> crate::attr::Attr {
     let tokens = match &attr.meta {
         syn::Meta::List(list) => list.tokens.clone(),
         _ => TokenStream::new(),
     };
     let mut errors = Errors::default();
-    crate::args::parse(tokens, &mut errors)
+    crate::attr::parse(tokens, &mut errors)
 }

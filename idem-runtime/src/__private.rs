@@ -29,17 +29,17 @@ pub const fn budget_of(budget: &'static crate::budget::Budget, compare: &[&str])
     budget
 }
 
-/// Checks an `approval = ...` condition's type where the user wrote it.
+/// Checks an `approval(when = ...)` condition's type where the user wrote it.
 #[inline(always)]
 pub fn approval_condition<T: ApprovalCondition>(condition: T) -> bool {
     condition.holds()
 }
 
-/// What `approval = ...` takes: `required`, or a condition over the parameters.
+/// What `approval(when = ...)` takes: a condition over the parameters.
 #[diagnostic::on_unimplemented(
-    message = "`approval = ...` must be `required` or a `bool` condition, not `{Self}`",
+    message = "`approval(when = ...)` must be a `bool` condition, not `{Self}`",
     label = "this decides whether the call needs a person's approval: it must be a `bool`",
-    note = "e.g. `approval = amount > 1000.0`, `approval = required`"
+    note = "e.g. `approval(when = amount > 1000.0)`; `approval` alone asks on every first call"
 )]
 pub trait ApprovalCondition {
     /// Whether the call needs approval.
@@ -52,7 +52,7 @@ impl ApprovalCondition for bool {
     }
 }
 
-/// The text of an approval request from an `approval_text` template: literal pieces and
+/// The text of an approval request from an `approval(text = ...)` template: literal pieces and
 /// the parameters' values, written with `Display`.
 pub fn approval_text(pieces: &[&dyn std::fmt::Display]) -> String {
     use std::fmt::Write as _;

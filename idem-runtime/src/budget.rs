@@ -50,7 +50,7 @@
 //!   counts up to 9,223,372,036,854.775807 (`i64::MAX` millionths): only calls approved
 //!   past the limit and operators' raises can get there, and one that would pass it is
 //!   refused (`BUDGET_EXCEEDED`, or the raise's error), never counted wrong.
-//! - **Asking a person instead.** With `over_budget = approval`, a call without room asks
+//! - **Asking a person instead.** With `approval(over_budget)`, a call without room asks
 //!   for approval (the text says which budget is spent); once approved, it runs and is
 //!   charged past the limit. The request binds the action as any approval request does:
 //!   while it waits, every call of the action answers `APPROVAL_REQUIRED` (other compared

@@ -36,7 +36,7 @@ pub enum ErrorCode {
     /// impl blocks of one module): the second one called refuses every call, so that
     /// neither answers the other's calls. Give one `namespace = "..."`.
     NamespaceClash,
-    /// The action needs a person's approval (`approval = ...`), which was asked for and
+    /// The action needs a person's approval (`approval`), which was asked for and
     /// has not been given: nothing ran. The same request stands for every repeat.
     ApprovalRequired,
     /// A person declined the action: nothing ran, and nothing will until an operator

@@ -54,7 +54,7 @@ pub enum Status<T> {
         /// When the abandoned call started.
         since_ms: i64,
     },
-    /// The action waits for a person's approval (`approval = ...`); nothing ran.
+    /// The action waits for a person's approval (`approval`); nothing ran.
     AwaitingApproval {
         /// When approval was asked for, by the store's clock.
         since_ms: i64,

@@ -47,8 +47,7 @@ impl Bank {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR"),
         store = *STORE
     )]
     #[tool]

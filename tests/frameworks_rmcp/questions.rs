@@ -53,8 +53,7 @@ impl Desk {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR"),
         store = *STORE
     )]
     #[tool]
@@ -67,9 +66,7 @@ impl Desk {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
-        approval_ttl = "2s",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR", ttl = "2s"),
         store = *STORE
     )]
     #[tool]
@@ -83,8 +80,7 @@ impl Desk {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR"),
         timeout = "1s",
         store = *STORE
     )]

@@ -54,8 +54,7 @@ impl Till {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR"),
         scope = self.tenant,
         store = *self.store
     )]
@@ -68,9 +67,7 @@ impl Till {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
-        approval_ttl = "2s",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR", ttl = "2s"),
         scope = self.tenant,
         store = *self.store
     )]
@@ -84,8 +81,7 @@ impl Till {
     #[idempotent(
         key = "pay:<req.supplier>",
         compare = [req.amount],
-        approval = req.amount > 1000.0,
-        approval_text = "pay <req.supplier> <req.amount> EUR",
+        approval(when = req.amount > 1000.0, text = "pay <req.supplier> <req.amount> EUR"),
         timeout = "1s",
         scope = self.tenant,
         store = *self.store

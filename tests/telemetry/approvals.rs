@@ -16,8 +16,7 @@ const NAMESPACE: &str = "telemetry::transfer";
 #[idempotent(
     key = "transfer:<to>",
     compare = [amount],
-    approval = amount > 100,
-    approval_ttl = "20ms",
+    approval(when = amount > 100, ttl = "20ms"),
     store = store,
     namespace = "telemetry::transfer"
 )]

@@ -15,7 +15,7 @@ struct Shop<S> {
 
 impl<S: Store> Shop<S> {
     /// Refund an order.
-    #[idempotent(key = "refund:<order>", compare = [amount], approval = required, namespace = "shop::refund", store = self.store)]
+    #[idempotent(key = "refund:<order>", compare = [amount], approval, namespace = "shop::refund", store = self.store)]
     fn refund(&self, order: String, amount: u32) -> Result<u32, idem::Error> {
         Ok(amount)
     }

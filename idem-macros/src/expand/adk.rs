@@ -50,8 +50,8 @@ use syn::{FnArg, Ident, ItemFn, Type};
 
 use super::krate_at;
 use super::status::{KeyReads, key_reads};
-use crate::frameworks::{self, Framework};
-use crate::validate::Plan;
+use crate::frameworks::Framework;
+use crate::plan::Plan;
 
 /// The status tool of an async ADK tool whose key comes from its argument struct; nothing
 /// for other tools (their `<tool>_status` function is all they get).
@@ -64,7 +64,7 @@ pub(super) fn status_tool(
 ) -> TokenStream {
     let sig = &item.sig;
     let key = match &plan.params_key {
-        Some(key) if frameworks::detect(item) == Framework::Adk && sig.asyncness.is_some() => key,
+        Some(key) if plan.framework == Framework::Adk && sig.asyncness.is_some() => key,
         _ => return TokenStream::new(),
     };
     let krate = &plan.krate;

@@ -1,11 +1,10 @@
-//! `approval = ...`: the tool's approval policy, and the call's request when its condition
-//! holds.
+//! `approval(...)`: the tool's approval policy, and the call's request when it asks.
 //!
 //! Input:
 //!
 //! ```text
 //! #[idempotent(key = "payment:<supplier>:<invoice>", compare = [amount],
-//!     approval = amount > 1000.0, approval_text = "Pay <supplier> <amount> EUR")]
+//!     approval(when = amount > 1000.0, text = "Pay <supplier> <amount> EUR"))]
 //! ```
 //!
 //! Output, in the tool's static and after the call is gathered:
@@ -23,14 +22,17 @@
 //!     __idem_call
 //! };
 //! ```
+//!
+//! `approval` alone (or `always`) asks with `if true`; `approval(over_budget)` alone asks
+//! nothing here (the runtime asks when the budget has no room), and a tool whose budget asks
+//! gets its text rendered for every call: `let __idem_call = __idem_call.describing(Some(..));`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::approval::TextPiece;
-use crate::validate::Plan;
+use crate::plan::{Asks, Plan, TextPiece};
 
 /// The `approval` field of the tool's static.
 pub(super) fn policy(plan: &Plan) -> TokenStream {
@@ -41,7 +43,7 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
         None => quote!(#krate::__private::DEFAULT_APPROVAL_TTL),
     };
     let summary = &approval.summary;
-    let on_request = match &approval.on_request {
+    let on_request = match &approval.notify {
         Some(hook) => {
             let krate = super::krate_at(plan, hook.span());
             quote_spanned!(hook.span()=> ::core::option::Option::Some(#hook as fn(&#krate::approval::Request)))
@@ -57,12 +59,13 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
 pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
     let approval = plan.approval.as_ref()?;
     let krate = &plan.krate;
-    let condition = match &approval.condition {
-        None => quote!(true),
-        Some(condition) => {
+    let condition = match &approval.asks {
+        Asks::Always => Some(quote!(true)),
+        Asks::When(condition) => {
             let krate = super::krate_at(plan, condition.span());
-            quote_spanned!(condition.span()=> #krate::__private::approval_condition(#condition))
+            Some(quote_spanned!(condition.span()=> #krate::__private::approval_condition(#condition)))
         }
+        Asks::OverBudgetOnly => None,
     };
     let text = match &approval.text {
         None => quote!(::core::option::Option::None),
@@ -78,15 +81,16 @@ pub(super) fn asking(plan: &Plan, call: &Ident) -> Option<TokenStream> {
         }
     };
     let asking = Ident::new("asking", Span::call_site());
-    // A tool that asks when over budget (`over_budget = approval`) may ask on any call: its
+    // A tool that asks when over budget (`approval(over_budget)`) may ask on any call: its
     // text is rendered for each.
     let over_budget = plan.budget.as_ref().is_some_and(|budget| budget.over_budget_asks);
     let describing = (over_budget && approval.text.is_some()).then(|| {
         let describing = Ident::new("describing", Span::call_site());
         quote!(let #call = #call.#describing(#text);)
     });
+    let ask = condition.map(|condition| quote!(let #call = if #condition { #call.#asking(#text) } else { #call };));
     Some(quote! {
         #describing
-        let #call = if #condition { #call.#asking(#text) } else { #call };
+        #ask
     })
 }

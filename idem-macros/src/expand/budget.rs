@@ -1,6 +1,6 @@
 //! `budget = PATH`: the `budget` field of the tool's static.
 //!
-//! Input: `#[idempotent(key = "refund:<order>", compare = [amount], budget = REFUNDS, over_budget = approval)]`
+//! Input: `#[idempotent(key = "refund:<order>", compare = [amount], budget = REFUNDS, approval(over_budget))]`
 //!
 //! Output: the `budget` field of the tool's static,
 //!
@@ -20,7 +20,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 pub(super) fn policy(plan: &Plan) -> TokenStream {
     let Some(budget) = &plan.budget else { return quote!(::core::option::Option::None) };

@@ -17,7 +17,7 @@ use quote::{ToTokens, format_ident, quote};
 use syn::{FnArg, ItemFn};
 
 use super::strip_attrs;
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// `<tool>_record_id`: the record's namespace and key for the key's fields, to read or
 /// settle it through a `Store` without repeating the namespace by hand.

@@ -57,7 +57,7 @@ use syn::{FnArg, Ident, ItemFn, Pat, Type};
 
 use super::{krate_at, scope_part, strip_attrs};
 use crate::frameworks::{self, Framework};
-use crate::validate::{ParamsKey, Plan};
+use crate::plan::{ParamsKey, Plan};
 
 /// `<tool>_status`: the tool's receiver and the parameters the key uses, nothing else.
 pub(super) fn status_fn(
@@ -75,7 +75,7 @@ pub(super) fn status_fn(
     // A leading space, as a `///` line has.
     let doc = format!(" {}", crate::docs::status_doc(&tool_name, plan.approval.is_some()));
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
-    let keep_docs = frameworks::detect(item) == Framework::Rig;
+    let keep_docs = plan.framework == Framework::Rig;
     let inputs = sig.inputs.iter().enumerate().filter_map(|(i, input)| match input {
         FnArg::Receiver(_) => Some(strip_attrs(input, false)),
         FnArg::Typed(_) if plan.status_inputs.contains(&i) => Some(strip_attrs(input, keep_docs)),
@@ -90,7 +90,7 @@ pub(super) fn status_fn(
     // A rig tool's status function is a rig tool too: `#[rig_tool]` on it, and the tool's own
     // error type (rig shows the model only `ToolExecutionError`s).
     let rig_tool = item.attrs.iter().find(|attr| frameworks::is_attr(attr, "rig_tool"));
-    let rig = frameworks::detect(item) == Framework::Rig;
+    let rig = plan.framework == Framework::Rig;
     let at_ret = krate_at(plan, ret.span());
     let (value_of, answer) = match rig_tool.filter(|_| rig) {
         Some(rig_tool) => (
@@ -195,7 +195,7 @@ pub(super) fn status_json_fn(
     ret: &Type,
     store: &TokenStream,
 ) -> TokenStream {
-    let Some(key) = plan.params_key.as_ref().filter(|_| frameworks::detect(item) == Framework::Rmcp) else {
+    let Some(key) = plan.params_key.as_ref().filter(|_| plan.framework == Framework::Rmcp) else {
         return TokenStream::new();
     };
     let krate = &plan.krate;

@@ -30,7 +30,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{FnArg, Ident, ItemFn, Type};
 
-use crate::validate::Plan;
+use crate::plan::Plan;
 
 /// `__idem_<tool>_task` (async rmcp tools): `tasks/get`, `tasks/cancel` or `tasks/update`
 /// for a task of this tool's, `None` for another's. `#[idem::status_tools]` asks each tool

@@ -1,4 +1,4 @@
-//! Approvals bound to the business action: a tool with `approval = ...` asks a person once
+//! Approvals bound to the business action: a tool with `approval` asks a person once
 //! per action, however often and however concurrently the model retries, and runs the
 //! body only after a person approved exactly what the request named. What each call
 //! answers is the table under *Approvals* in the crate's docs; this module says the rest.
@@ -13,24 +13,24 @@
 //! decides only the request its question was asked about, so one that arrives after that
 //! request expired, or was reopened and asked anew, decides nothing.
 //!
-//! - **One request per action.** The first call whose condition holds writes the request;
-//!   every call that finds it (on any worker) answers from it. The request governs the
-//!   action from then on: a call with other compared values is a CONFLICT, even one whose
-//!   condition does not hold (a smaller amount), so that a person never approves X while Y
-//!   runs.
+//! - **One request per action.** The first call that asks (its `approval(when = ...)`
+//!   holds, or any first call with `approval` alone) writes the request; every call that
+//!   finds it (on any worker) answers from it. The request governs the action from then
+//!   on: a call with other compared values is a CONFLICT, even one whose condition does
+//!   not hold (a smaller amount), so that a person never approves X while Y runs.
 //! - **A decision is final.** The first decision written stands; a second, or one racing it,
 //!   gets [`DecideError::Decided`] with the one that stands. An approval approves the action,
 //!   not one attempt: after a body that failed (and released its key, `on_error` left at
 //!   `release`), the next call runs it again under the same approval. A decline holds until
 //!   [`reopen`]ed (operators: `idem reopen NS KEY --by NAME`); after that, the next call
 //!   asks anew: a new request, a new notification.
-//! - **Expiry.** A request without a decision expires `approval_ttl` after it was asked
-//!   ([`DEFAULT_APPROVAL_TTL`], a day, when the tool sets none). From then on a decision is
-//!   refused ([`DecideError::Expired`]); the first call at or after the expiry answers
-//!   APPROVAL_EXPIRED (and records that it did, so this happens once), and the call after
-//!   it asks anew. Times are the store's (when a record was written); an expiry is judged
-//!   against them by the caller's clock, so keep `approval_ttl` well above the clock skew
-//!   between your machines (seconds).
+//! - **Expiry.** A request without a decision expires its `approval(ttl = ...)` after it
+//!   was asked ([`DEFAULT_APPROVAL_TTL`], a day, when the tool sets none). From then on a
+//!   decision is refused ([`DecideError::Expired`]); the first call at or after the expiry
+//!   answers APPROVAL_EXPIRED (and records that it did, so this happens once), and the call
+//!   after it asks anew. Times are the store's (when a record was written); an expiry is
+//!   judged against them by the caller's clock, so keep the `ttl` well above the clock
+//!   skew between your machines (seconds).
 //! - **Scopes.** A scoped tool's keys start with the scope's prefix, and so do its requests:
 //!   one tenant's approval never runs another tenant's action, and `idem approvals --scope
 //!   acme` (or [`pending`] with `idem::scope_prefix("acme")`) lists one tenant's.
@@ -54,7 +54,7 @@ use crate::store::{Admin, AsyncStore, ListQuery, RecordId, StateFilter, StoreErr
 
 pub(crate) use records::{Action, Ask, Closed, Current, NAMESPACE};
 
-/// The default `approval_ttl`: a day. Long enough for a person to see the request within a
+/// The default of `approval(ttl = ...)`: a day. Long enough for a person to see the request within a
 /// working day, short enough that a request nobody answered does not run weeks later, when
 /// the model, the user and the facts have moved on.
 pub const DEFAULT_APPROVAL_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
@@ -70,12 +70,12 @@ pub struct Request {
     /// The compared fields of the call that asked, as canonical JSON: what is approved. A
     /// call with other values is a CONFLICT, never a run.
     pub request: String,
-    /// The text a person reads: `approval_text`, or the tool's summary, the key and the
+    /// The text a person reads: `approval(text = ...)`, or the tool's summary, the key and the
     /// compared fields.
     pub text: String,
     /// When it was asked, in milliseconds since the Unix epoch, by the store's clock.
     pub asked_at_ms: i64,
-    /// When it expires without a decision (`asked_at_ms` + the tool's `approval_ttl`).
+    /// When it expires without a decision (`asked_at_ms` + the tool's approval `ttl`).
     pub expires_at_ms: i64,
 }
 

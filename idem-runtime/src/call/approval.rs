@@ -153,7 +153,7 @@ async fn asked_now(
         // A hook that panics must not leave the caller without an answer: the request is
         // recorded either way.
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&asked))).is_err() {
-            tracing::error!(target: "idem", tool = tool.name, "the on_approval_request hook panicked; the request stands");
+            tracing::error!(target: "idem", tool = tool.name, "the approval's notify hook panicked; the request stands");
         }
     }
     Gate::Answer(Outcome::ApprovalRequired, required(tool, key, &asked))

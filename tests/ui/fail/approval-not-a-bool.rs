@@ -1,7 +1,7 @@
 use idem::idempotent;
 
 /// Pay an invoice.
-#[idempotent(key = "payment:<invoice>", compare = [amount], approval = amount)]
+#[idempotent(key = "payment:<invoice>", compare = [amount], approval(when = amount))]
 fn pay(invoice: String, amount: f64) -> Result<(), idem::Error> {
     Ok(())
 }

@@ -1,6 +1,6 @@
 use idem::idempotent;
 
-#[idempotent(key = "refund:<order>", approval = required, over_budget = approval)]
+#[idempotent(key = "refund:<order>", approval(always, over_budget))]
 fn refund(order: String) -> Result<(), idem::Error> {
     let _ = order;
     Ok(())

@@ -349,7 +349,7 @@
 //!
 //! # Approvals in the client
 //!
-//! A tool with `approval = ...` (see `idem::approval`) served through `#[idem::tasks]` asks
+//! A tool with `approval` (see `idem::approval`) served through `#[idem::tasks]` asks
 //! the model's user in band, the way the client declared it can:
 //!
 //! | the client | the call that needs approval |
@@ -362,7 +362,7 @@
 //! The user sees the tool, the request's text and exactly what will be approved (the
 //! compared fields and the key). Accept approves; decline and cancel decline. The decision
 //! is recorded as made by [`DECIDED_IN_THE_CLIENT`], like any other, so every later call, on
-//! any worker, follows it; a request nobody decides expires after the tool's `approval_ttl`,
+//! any worker, follows it; a request nobody decides expires after the tool's approval `ttl`,
 //! and an answer that arrives after that is refused (the call answers `APPROVAL_EXPIRED`). A
 //! task waiting for approval whose worker stopped after the approval but before the run
 //! reads `failed` one `lease` after the decision, saying that calling the tool again runs

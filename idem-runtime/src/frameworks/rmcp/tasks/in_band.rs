@@ -46,7 +46,7 @@ pub const DECIDED_IN_THE_CLIENT: &str = "the user through the client";
 /// at the screen answers within it, and it is well inside the time clients give a request
 /// (60 seconds in the TypeScript SDK), so the call answers before its client gives up.
 /// A tool with `timeout` waits that long instead. Either way the wait ends at the request's
-/// expiry (`approval_ttl`) and as soon as the request is decided elsewhere.
+/// expiry (the approval's `ttl`) and as soon as the request is decided elsewhere.
 pub const ELICITATION_WAIT: Duration = Duration::from_secs(30);
 
 /// The longest a call waiting for approval goes without reading whether it was decided.

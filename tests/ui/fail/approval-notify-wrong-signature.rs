@@ -2,7 +2,7 @@ use idem::idempotent;
 
 fn tell(_: &str) {}
 
-#[idempotent(key = "payment:<invoice>", approval = required, on_approval_request = tell)]
+#[idempotent(key = "payment:<invoice>", approval(always, notify = tell))]
 fn pay(invoice: String) -> Result<(), idem::Error> {
     Ok(())
 }

@@ -1,7 +1,8 @@
 use idem::idempotent;
 
-#[idempotent(key = "payment:<invoice>", approval_text = "Pay <invoice>")]
+#[idempotent(key = "payment:<invoice>", approval, approval_ttl = "2h")]
 fn pay(invoice: String) -> Result<(), idem::Error> {
+    let _ = invoice;
     Ok(())
 }
 

@@ -1,0 +1,9 @@
+use idem::idempotent;
+
+#[idempotent(key = "delete:<account>", approval = required)]
+fn delete(account: String) -> Result<(), idem::Error> {
+    let _ = account;
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use idem::{Budget, idempotent};
+
+static REFUNDS: Budget = Budget::count("refunds", 20).per_day();
+
+#[idempotent(key = "refund:<order>", budget = REFUNDS, over_budget = approval)]
+fn refund(order: String) -> Result<(), idem::Error> {
+    let _ = order;
+    Ok(())
+}
+
+fn main() {}
