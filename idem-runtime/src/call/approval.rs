@@ -1,4 +1,4 @@
-//! The approval gate of a tool with `approval = ...`: before a call may reserve its key,
+//! The approval gate of a tool with `approval(...)`: before a call may reserve its key,
 //! the action's approval is looked up, asked for, or answered from.
 //!
 //! | where the action stands | the call |
@@ -33,11 +33,11 @@ use super::answers::{conflict, store_failed};
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct ApprovalPolicy {
-    /// How long a request waits for a decision (`approval_ttl`).
+    /// How long a request waits for a decision (`approval(ttl = ...)`).
     pub ttl: Duration,
     /// The first line of the tool's doc comment: the start of a request's default text.
     pub summary: &'static str,
-    /// Called once when a request is made (`on_approval_request`), never for a repeat.
+    /// Called once when a request is made (`approval(notify = ...)`), never for a repeat.
     pub on_request: Option<fn(&Request)>,
 }
 
@@ -235,4 +235,40 @@ pub(crate) fn expired(tool: &Tool, key: &Key, asked: &Request) -> Error {
     )
     .with_suggestion(format!("ask the user whether it is still wanted; calling {} again asks a person anew", tool.name))
     .with_approval(details(asked))
+}
+
+/// What a person is asked to approve when the tool gives no `approval(text = ...)`: its summary,
+/// the key as a person reads it (see [`Key::readable`]: no scope's hash, no escapes) and
+/// the compared fields in words (`amount 2000.0`).
+pub(super) fn default_text(tool: &Tool, key: &str, fields: &str) -> String {
+    let summary = tool.approval.map_or("", |policy| policy.summary);
+    let fields = fields_in_words(tool, fields);
+    match (summary.is_empty(), fields.is_empty()) {
+        (true, true) => format!("{} {key}", tool.name),
+        (true, false) => format!("{} {key} with {fields}", tool.name),
+        (false, true) => format!("{summary} ({key})"),
+        (false, false) => format!("{summary} ({key}, {fields})"),
+    }
+}
+
+/// Compared fields (a request's canonical JSON object) as a person reads them: each name as
+/// the model sent it and its value, a string without its quotes (`amount 2000.0, currency
+/// EUR`).
+fn fields_in_words(tool: &Tool, fields: &str) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(fields) else {
+        return fields.to_owned();
+    };
+    let mut words = String::new();
+    for (name, value) in &fields {
+        if !words.is_empty() {
+            words.push_str(", ");
+        }
+        words.push_str(&tool.model_name(name));
+        words.push(' ');
+        match value {
+            serde_json::Value::String(text) => words.push_str(text),
+            other => words.push_str(&other.to_string()),
+        }
+    }
+    words
 }

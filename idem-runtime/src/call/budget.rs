@@ -17,7 +17,7 @@ use super::Tool;
 pub struct BudgetPolicy {
     /// The budget its fresh runs are charged to.
     pub budget: &'static Budget,
-    /// `over_budget = approval`: a call the budget has no room for asks a person instead
+    /// `approval(over_budget)`: a call the budget has no room for asks a person instead
     /// of answering BUDGET_EXCEEDED; once approved, it runs and is charged past the limit.
     pub over_budget_asks: bool,
 }

@@ -15,16 +15,17 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, RecordId, Reservation, Reserve, StoreError, Token};
+use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
 
+use super::admit::{Admission, admit, runs};
 use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
-use super::approval::{Gate, gate};
 use super::decide::{Answer, Step, decide};
 use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
 use super::serving::front_end;
-use super::{BudgetPolicy, Call, Tool};
+use super::settle::{kept_abandoned, recordable, settle, settlement};
+use super::{Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
 pub(crate) struct Ran<O> {
@@ -43,11 +44,6 @@ impl<O> Ran<O> {
         observed(watch.subject().name, self.key.as_ref(), self.outcome);
     }
 }
-
-/// How often a completion is written before the body's result is returned unrecorded:
-/// the store's own waits (SQLite's busy timeout, a pool's checkout) pace the attempts. A
-/// store that waited its whole deadline is not asked again (see `Store::complete`).
-const COMPLETE_ATTEMPTS: usize = 3;
 
 pub(crate) async fn drive<S, O, B, H, P>(
     call: Call,
@@ -70,61 +66,18 @@ where
         (Err(error), _) => return invalid(None, error),
         (Ok(key), Err(error)) => return invalid(Some(key), error),
     };
-    // What a budget would charge, checked before anything is asked or reserved.
-    let amount = match tool.budget.map(|policy| super::budget::amount(tool, policy.budget, &request)) {
-        Some(Err(error)) => return invalid(Some(key), error),
-        Some(Ok(amount)) => amount,
-        None => 0,
+    let admitted = match admit(tool, store, (&key, &request), (asks.as_deref(), described)).await {
+        Admission::Invalid(error) => return invalid(Some(key), error),
+        Admission::Answered(outcome, error) => {
+            watch.reserved();
+            return answered(tool, key, outcome, Answer::Error(error), policy, Phase::Reserve);
+        }
+        Admission::Reserved(reserved) => reserved,
     };
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let mut approved = None;
-    let mut reserved = match tool.approval {
-        None => reserve(tool, store, (&key, &request), amount, false).await,
-        Some(asking) => match approval_gate(tool, asking, (&key, &request), asks.as_deref(), store).await {
-            Gate::Record(record) => Ok(Reservation::Existing(record)),
-            Gate::Open(decision) => {
-                approved = decision;
-                reserve(tool, store, (&key, &request), amount, approved.is_some()).await
-            }
-            Gate::Answer(outcome, error) => {
-                watch.reserved();
-                return answered(tool, key, outcome, Answer::Error(error), policy, Phase::Reserve);
-            }
-        },
-    };
-    // `over_budget = approval`: no room in the budget asks a person instead; once approved,
-    // the call runs past the limit.
-    if let (Ok(Reservation::OverBudget(window)), Some(asking), Some(BudgetPolicy { over_budget_asks: true, .. })) =
-        (&reserved, tool.approval, tool.budget)
-    {
-        let action = match asks.clone().or(described) {
-            Some(text) => text,
-            None => super::default_approval_text(tool, &key.readable(), &request),
-        };
-        let text = super::budget::over_budget_text(&action, window);
-        reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), store).await {
-            Gate::Record(record) => Ok(Reservation::Existing(record)),
-            Gate::Open(decision) => {
-                approved = decision;
-                reserve(tool, store, (&key, &request), amount, true).await
-            }
-            Gate::Answer(outcome, error) => {
-                watch.reserved();
-                return answered(tool, key, outcome, Answer::Error(error), policy, Phase::Reserve);
-            }
-        };
-    }
-    if matches!(reserved, Ok(Reservation::OverBudget(_))) {
-        notify(tool.subject(), &key, Phase::Reserve, Happened::BudgetExceeded);
-    }
-    let token = match decide(tool, &key, &request, reserved, H::PRESENT) {
+    let token = match decide(tool, &key, &request, admitted.reservation, H::PRESENT) {
         Step::Run(token) => {
-            if approved.is_some() {
-                notify(tool.subject(), &key, Phase::Reserve, Happened::Approved);
-            }
-            if tool.budget.is_some() {
-                notify(tool.subject(), &key, Phase::Reserve, Happened::BudgetSpent);
-            }
+            runs(tool, &key, admitted.approved);
             token
         }
         Step::Answer(outcome, answer) => {
@@ -164,75 +117,9 @@ where
     drop(held);
     abandon.disarm();
     watch.body_ended();
-    let outcome = match settlement(tool, &key, &output, policy) {
-        Some(Ok(completion)) => {
-            let completion = completion.as_completion();
-            let mut result = store.complete(id, token, completion, tool.retain).await;
-            for _ in 1..COMPLETE_ATTEMPTS {
-                match &result {
-                    Err(error @ StoreError::Backend(_)) if !error.ran_out_of_time() => {}
-                    _ => break,
-                }
-                result = store.complete(id, token, completion, tool.retain).await;
-            }
-            recorded(tool, &key, result)
-        }
-        Some(Err(())) => {
-            notify(tool.subject(), &key, Phase::Settle, Happened::Abandoned(AbandonedBy::UnrecordableResult));
-            kept_abandoned(tool, &key, store.abandon(id, token).await)
-        }
-        None => {
-            let result = store.release(id, token).await;
-            if result.is_ok() && tool.budget.is_some() {
-                notify(tool.subject(), &key, Phase::Settle, Happened::BudgetRefunded);
-            }
-            released(tool, &key, result)
-        }
-    };
+    let outcome = settle(tool, store, (&key, token), settlement(tool, &key, &output, policy)).await;
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
-}
-
-/// Reserves the call's key, charging `amount` to the tool's budget if it has one (past its
-/// limit when a person approved the action and `over_budget = approval`).
-async fn reserve<S: Driven>(
-    tool: &'static Tool,
-    store: &S,
-    (key, request): (&Key, &str),
-    amount: i64,
-    approved: bool,
-) -> Result<Reservation, StoreError> {
-    let id = RecordId { namespace: tool.namespace, key: key.as_str() };
-    let reserve = Reserve { id, request, lease: tool.lease };
-    match tool.budget {
-        None => store.reserve(reserve).await,
-        Some(policy) => {
-            let past_limit = approved && policy.over_budget_asks;
-            store.reserve_charged(reserve, super::budget::charge(policy.budget, key, amount, past_limit)).await
-        }
-    }
-}
-
-/// The approval gate; a front end may ask the person in band when it answers
-/// APPROVAL_REQUIRED, and the gate is asked again when the front end says so (a decision was
-/// recorded, or the request moved on).
-async fn approval_gate<S: Driven>(
-    tool: &'static Tool,
-    asking: &super::approval::ApprovalPolicy,
-    call: (&Key, &str),
-    asks: Option<&str>,
-    store: &S,
-) -> Gate {
-    let gated = gate(tool, asking, call, asks, store.any()).await;
-    let Gate::Answer(Outcome::ApprovalRequired, error) = &gated else { return gated };
-    let (Some((serving, async_store)), Some(approval)) = (front_end(tool, store), error.approval()) else {
-        return gated;
-    };
-    let asked = crate::approval::Request::from(approval);
-    if serving.approval_required(tool, call.0, &asked, async_store).await {
-        return gate(tool, asking, call, asks, store.any()).await;
-    }
-    gated
 }
 
 /// Tells the tool's front end that the call found its action running, so that it may
@@ -363,114 +250,6 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
         notify(tool.subject(), &key, phase, happened);
     }
     Ran { output, key: Some(key), outcome, failure }
-}
-
-/// What to write after the body: a completion (its result, or a kept error), `Err(())`
-/// when it cannot be recorded (see [`recordable`]), or `None` to release the key.
-fn settlement<O: ToolOutput, P: ErrorPolicy<O>>(
-    tool: &Tool,
-    key: &Key,
-    output: &O,
-    policy: &P,
-) -> Option<Result<Settled, ()>> {
-    Some(match output.success() {
-        Some(value) => recordable(tool, key, "the body's result", value).map(Settled::Success),
-        None if policy.outcome_unknown(output) => Err(()),
-        None => match policy.kept_error(output)? {
-            Ok(json) => match policy.replay_error(&json) {
-                Some(Err(error)) => not_recorded(tool, key, "the body's kept error", "does not read back", &error),
-                _ => Ok(Settled::KeptError(json)),
-            },
-            Err(error) => not_recorded(tool, key, "the body's kept error", "cannot be serialized", &error),
-        },
-    })
-}
-
-/// `value` as the JSON to store, if it reads back as its own type: a value JSON cannot
-/// hold (`f64::NAN` and the infinities serialize as `null`) would otherwise be stored and
-/// answer RECORD_UNREADABLE to every retry. The check deserializes the bytes just written,
-/// once, on the path that ran the body; replays never pay for it.
-fn recordable<T: serde::Serialize + serde::de::DeserializeOwned>(
-    tool: &Tool,
-    key: &Key,
-    what: &str,
-    value: &T,
-) -> Result<String, ()> {
-    let json = serde_json::to_string(value).or_else(|e| not_recorded(tool, key, what, "cannot be serialized", &e))?;
-    match serde_json::from_str::<T>(&json) {
-        Ok(_) => Ok(json),
-        Err(error) => not_recorded(tool, key, what, "does not read back from its JSON", &error),
-    }
-}
-
-/// The error event for an answer that cannot be recorded.
-fn not_recorded<T>(tool: &Tool, key: &Key, what: &str, why: &str, error: &serde_json::Error) -> Result<T, ()> {
-    tracing::error!(
-        target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
-        "{what} {why} (JSON has no NaN or infinity, for one), so it was not recorded; the effect happened, so \
-         the key is kept and marked abandoned: retries answer OUTCOME_UNKNOWN or run the reconcile hook"
-    );
-    Err(())
-}
-
-enum Settled {
-    Success(String),
-    KeptError(String),
-}
-
-impl Settled {
-    fn as_completion(&self) -> Completion<'_> {
-        match self {
-            Settled::Success(json) => Completion::Success(json),
-            Settled::KeptError(json) => Completion::KeptError(json),
-        }
-    }
-}
-
-/// The outcome of completing: recorded, refused because a newer holder took the key over,
-/// or (after the effect happened) left reserved for reconciliation, never released.
-fn recorded(tool: &'static Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
-    match result {
-        Ok(()) => Outcome::Fresh,
-        Err(StoreError::Fenced) => {
-            notify(tool.subject(), key, Phase::Settle, Happened::Fenced);
-            tracing::error!(
-                target: "idem", tool = tool.name, key = %TelemetryKey::of(key),
-                "the body finished after its lease was taken over; the newer holder's record stands and this result was not recorded"
-            );
-            Outcome::Fenced
-        }
-        Err(error) => {
-            notify(tool.subject(), key, Phase::Settle, Happened::Unrecorded);
-            tracing::error!(
-                target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
-                "the body succeeded but its completion could not be recorded; returning its result and leaving the reservation for reconciliation"
-            );
-            Outcome::Unrecorded
-        }
-    }
-}
-
-/// The outcome of marking a key abandoned after its body ran but its answer could not be
-/// recorded: never released, since the effect happened.
-fn kept_abandoned(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
-    if let Err(error) = result {
-        tracing::error!(
-            target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
-            "could not mark the key abandoned; retries will see it in progress until its lease ends"
-        );
-    }
-    Outcome::Unrecorded
-}
-
-fn released(tool: &Tool, key: &Key, result: Result<(), StoreError>) -> Outcome {
-    if let Err(error) = result {
-        tracing::error!(
-            target: "idem", tool = tool.name, key = %TelemetryKey::of(key), %error,
-            "the body failed but its reservation could not be released; retries will see it in progress until its lease ends"
-        );
-    }
-    Outcome::Released
 }
 
 /// Logs a body that never returned (a panic, or a dropped future): its reservation stays

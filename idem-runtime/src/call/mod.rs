@@ -4,8 +4,9 @@
 //! [`drive`](drive::drive) makes every decision once; the entry points here only differ in
 //! how they reach the store and whether the caller waits.
 
+mod admit;
 pub(crate) mod answers;
-mod approval;
+pub(crate) mod approval;
 mod blocking;
 mod budget;
 pub(crate) mod cancel;
@@ -17,6 +18,7 @@ mod hooks;
 mod namespace;
 mod renewer;
 mod serving;
+mod settle;
 #[cfg(test)]
 pub(crate) mod tests;
 mod timeout;
@@ -34,8 +36,6 @@ use crate::output::ToolOutput;
 use crate::store::{AsyncStore, Store};
 
 pub use approval::ApprovalPolicy;
-#[cfg(feature = "rmcp")]
-pub(crate) use approval::{declined as approval_declined, expired as approval_expired};
 use blocking::with_blocking;
 pub use budget::BudgetPolicy;
 use drive::drive;
@@ -93,7 +93,7 @@ pub struct Tool {
     /// request it serves (`#[idem::tasks]`: the body runs on as the `tools/call`'s own tokio
     /// task); other tools apply theirs in [`run_async_timeout`].
     pub timeout: Option<Duration>,
-    /// `approval = ...`: how the tool asks a person, if it does.
+    /// `approval(...)`: how the tool asks a person, if it does.
     pub approval: Option<&'static ApprovalPolicy>,
     /// `budget = ...`: what its fresh runs are charged to, if anything.
     pub budget: Option<&'static BudgetPolicy>,
@@ -131,7 +131,7 @@ pub struct Call {
     request: Result<String, Error>,
     /// What this call would ask a person to approve, when its `approval` condition holds.
     asks: Option<String>,
-    /// `approval_text` of a tool with `over_budget = approval`, rendered for this call: what
+    /// `approval(text = ...)` of a tool with `approval(over_budget)`, rendered for this call: what
     /// it asks when its budget has no room.
     described: Option<String>,
     started: Instant,
@@ -152,7 +152,7 @@ impl Call {
         }
     }
 
-    /// The call's `approval_text`, for a tool that asks when its budget has no room.
+    /// The call's `approval(text = ...)`, for a tool that asks when its budget has no room.
     pub fn describing(mut self, text: Option<String>) -> Call {
         self.described = text;
         self
@@ -163,47 +163,11 @@ impl Call {
     pub fn asking(mut self, text: Option<String>) -> Call {
         let text = text.unwrap_or_else(|| {
             let key = self.key.as_ref().map_or(Cow::Borrowed(""), Key::readable);
-            default_approval_text(self.tool, &key, self.request.as_deref().unwrap_or("{}"))
+            approval::default_text(self.tool, &key, self.request.as_deref().unwrap_or("{}"))
         });
         self.asks = Some(text);
         self
     }
-}
-
-/// What a person is asked to approve when the tool gives no `approval_text`: its summary,
-/// the key as a person reads it (see [`Key::readable`]: no scope's hash, no escapes) and
-/// the compared fields in words (`amount 2000.0`).
-fn default_approval_text(tool: &Tool, key: &str, fields: &str) -> String {
-    let summary = tool.approval.map_or("", |policy| policy.summary);
-    let fields = fields_in_words(tool, fields);
-    match (summary.is_empty(), fields.is_empty()) {
-        (true, true) => format!("{} {key}", tool.name),
-        (true, false) => format!("{} {key} with {fields}", tool.name),
-        (false, true) => format!("{summary} ({key})"),
-        (false, false) => format!("{summary} ({key}, {fields})"),
-    }
-}
-
-/// Compared fields (a request's canonical JSON object) as a person reads them: each name as
-/// the model sent it and its value, a string without its quotes (`amount 2000.0, currency
-/// EUR`).
-fn fields_in_words(tool: &Tool, fields: &str) -> String {
-    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(fields) else {
-        return fields.to_owned();
-    };
-    let mut words = String::new();
-    for (name, value) in &fields {
-        if !words.is_empty() {
-            words.push_str(", ");
-        }
-        words.push_str(&tool.model_name(name));
-        words.push(' ');
-        match value {
-            serde_json::Value::String(text) => words.push_str(text),
-            other => words.push_str(&other.to_string()),
-        }
-    }
-    words
 }
 
 impl Call {

@@ -175,10 +175,10 @@ where
             DetailedTask::new(working, TaskPayload::Working)
         }
         Some(State::Declined(request, decision)) if same(&request) => {
-            answered(crate::call::approval_declined(tool, &key, &request, &decision), decision.at_ms)
+            answered(crate::call::approval::declined(tool, &key, &request, &decision), decision.at_ms)
         }
         Some(State::Expired(request)) if same(&request) => {
-            answered(crate::call::approval_expired(tool, &key, &request), request.expires_at_ms)
+            answered(crate::call::approval::expired(tool, &key, &request), request.expires_at_ms)
         }
         _ => {
             let message = format!(
