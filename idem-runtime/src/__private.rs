@@ -95,7 +95,7 @@ impl<T: KeyPart + ?Sized> ScopePart for T {}
 pub type ValueOf<O> = <O as ToolOutput>::Value;
 
 /// What the generated status function of a tool returning `O` returns.
-pub type StatusOf<O> = Result<crate::Status<ValueOf<O>>, crate::Error>;
+pub type StatusOf<O> = Result<crate::status::Status<ValueOf<O>>, crate::error::Error>;
 pub use crate::key::build_key;
 
 /// The error type of a tool's `Result`, for status functions served as tools of the same

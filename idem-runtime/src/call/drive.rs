@@ -230,7 +230,7 @@ fn answered<O: ToolOutput, P: ErrorPolicy<O>>(
             Some(Err(error)) => unreadable_record(unreadable(tool, &key, "error", &error)),
             None => unreadable_record(
                 Error::new(
-                    crate::ErrorCode::RecordUnreadable,
+                    crate::error::ErrorCode::RecordUnreadable,
                     format!("{}: {key} holds a kept error, and this tool does not keep errors", tool.name),
                 )
                 .with_suggestion(format!("call {} to read it", tool.status_fn)),
