@@ -1,10 +1,9 @@
 //! The one driver of a call, for sync and async tools alike: reserve, decide, reconcile
-//! an abandoned reservation, run the body, settle. Sync tools run it over a store whose
-//! futures are always ready (see [`Blocking`](super::blocking::Blocking)), so every branch
-//! is written once.
+//! an abandoned reservation, run the body, settle. A sync tool's call waits for it on its
+//! own thread ([`block_on`](crate::store::block_on)), so every branch is written once.
 //!
-//! The driver reaches the store through [`Driven`] rather than [`AsyncStore`](crate::store::AsyncStore), whose boxed
-//! futures would cost a sync tool an allocation per store operation for nothing.
+//! The driver reaches the store through a [`CallStore`]: the store's own futures, never
+//! boxed, so a sync tool over a local store pays no allocation per store operation.
 
 use std::future::Future;
 
@@ -15,15 +14,14 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, RecordId, Reservation, Reserve, StoreError, Token};
+use crate::store::{Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
 
 use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
 use super::approval::{Gate, gate};
+use super::call_store::{CallStore, Renews, Reserving};
 use super::decide::{Answer, Step, decide};
-use super::driven::Driven;
 use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
-use super::serving::front_end;
 use super::{BudgetPolicy, Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
@@ -49,16 +47,18 @@ impl<O> Ran<O> {
 /// store that waited its whole deadline is not asked again (see `Store::complete`).
 const COMPLETE_ATTEMPTS: usize = 3;
 
-pub(crate) async fn drive<S, O, B, H, P>(
+pub(crate) async fn drive<S, R, L, O, B, H, P>(
     call: Call,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     body: B,
     hook: &H,
     policy: &P,
     watch: &ObservedCall,
 ) -> Ran<O>
 where
-    S: Driven,
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
     O: ToolOutput,
     B: Future<Output = O>,
     H: Reconcile<O::Value>,
@@ -79,12 +79,12 @@ where
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let mut approved = None;
     let mut reserved = match tool.approval {
-        None => reserve(tool, store, (&key, &request), amount, false).await,
-        Some(asking) => match approval_gate(tool, asking, (&key, &request), asks.as_deref(), store).await {
+        None => reserve(tool, at, (&key, &request), amount, false).await,
+        Some(asking) => match approval_gate(tool, asking, (&key, &request), asks.as_deref(), at).await {
             Gate::Record(record) => Ok(Reservation::Existing(record)),
             Gate::Open(decision) => {
                 approved = decision;
-                reserve(tool, store, (&key, &request), amount, approved.is_some()).await
+                reserve(tool, at, (&key, &request), amount, approved.is_some()).await
             }
             Gate::Answer(outcome, error) => {
                 watch.reserved();
@@ -102,11 +102,11 @@ where
             None => super::default_approval_text(tool, &key.readable(), &request),
         };
         let text = super::budget::over_budget_text(&action, window);
-        reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), store).await {
+        reserved = match approval_gate(tool, asking, (&key, &request), Some(&text), at).await {
             Gate::Record(record) => Ok(Reservation::Existing(record)),
             Gate::Open(decision) => {
                 approved = decision;
-                reserve(tool, store, (&key, &request), amount, true).await
+                reserve(tool, at, (&key, &request), amount, true).await
             }
             Gate::Answer(outcome, error) => {
                 watch.reserved();
@@ -129,17 +129,17 @@ where
         }
         Step::Answer(outcome, answer) => {
             watch.reserved();
-            found_running(tool, &key, outcome, &answer, store).await;
+            found_running(tool, &key, outcome, &answer, at).await;
             return answered(tool, key, outcome, answer, policy, Phase::Reserve);
         }
         Step::Reconcile { expired, since_ms } => {
             notify(tool.subject(), &key, Phase::Reserve, Happened::FoundAbandoned);
             let abandoned = Abandoned { key: key.clone(), request: request.clone(), since_ms };
-            match reconcile(tool, store, id, expired, abandoned, hook).await {
+            match reconcile(tool, at, id, expired, abandoned, hook).await {
                 Ok(token) => token,
                 Err((outcome, answer)) => {
                     watch.reserved();
-                    found_running(tool, &key, outcome, &answer, store).await;
+                    found_running(tool, &key, outcome, &answer, at).await;
                     return answered(tool, key, outcome, answer, policy, Phase::Reconcile);
                 }
             }
@@ -147,23 +147,24 @@ where
     };
     // The reservation's time includes a take-over and the reconcile hook.
     watch.reserved();
-    if let Some((serving, store)) = front_end(tool, store) {
+    if let Some((serving, store)) = at.front_end(tool) {
         serving.body_started(tool, &key, token, started, store).await;
     }
     watch.holds(token.0);
     let abandon = Abandon::arm(tool, &key);
-    let held = store.hold(tool, &key, token, started);
+    let held = at.hold(tool, &key, token, started);
     super::cancel::forget(tool.namespace, key.as_str());
     let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
     let body = Scoped::new(body, current);
     let output = match held.slot() {
-        Some(slot) => renewing(store, slot, (tool, &key), token, body).await,
+        Some(slot) => renewing(at, slot, (tool, &key), token, body).await,
         None => body.await,
     };
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);
     abandon.disarm();
     watch.body_ended();
+    let store = at.store;
     let outcome = match settlement(tool, &key, &output, policy) {
         Some(Ok(completion)) => {
             let completion = completion.as_completion();
@@ -195,52 +196,56 @@ where
 
 /// Reserves the call's key, charging `amount` to the tool's budget if it has one (past its
 /// limit when a person approved the action and `over_budget = approval`).
-async fn reserve<S: Driven>(
+async fn reserve<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     (key, request): (&Key, &str),
     amount: i64,
     approved: bool,
 ) -> Result<Reservation, StoreError> {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let reserve = Reserve { id, request, lease: tool.lease };
-    match tool.budget {
-        None => store.reserve(reserve).await,
-        Some(policy) => {
-            let past_limit = approved && policy.over_budget_asks;
-            store.reserve_charged(reserve, super::budget::charge(policy.budget, key, amount, past_limit)).await
-        }
-    }
+    let charge = tool.budget.map(|policy| {
+        let past_limit = approved && policy.over_budget_asks;
+        super::budget::charge(policy.budget, key, amount, past_limit)
+    });
+    at.reserve(reserve, charge).await
 }
 
 /// The approval gate; a front end may ask the person in band when it answers
 /// APPROVAL_REQUIRED, and the gate is asked again when the front end says so (a decision was
 /// recorded, or the request moved on).
-async fn approval_gate<S: Driven>(
+async fn approval_gate<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
     asking: &super::approval::ApprovalPolicy,
     call: (&Key, &str),
     asks: Option<&str>,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
 ) -> Gate {
-    let gated = gate(tool, asking, call, asks, store.any()).await;
+    let gated = gate(tool, asking, call, asks, at.erased()).await;
     let Gate::Answer(Outcome::ApprovalRequired, error) = &gated else { return gated };
-    let (Some((serving, async_store)), Some(approval)) = (front_end(tool, store), error.approval()) else {
+    let (Some((serving, store)), Some(approval)) = (at.front_end(tool), error.approval()) else {
         return gated;
     };
     let asked = crate::approval::Request::from(approval);
-    if serving.approval_required(tool, call.0, &asked, async_store).await {
-        return gate(tool, asking, call, asks, store.any()).await;
+    if serving.approval_required(tool, call.0, &asked, store).await {
+        return gate(tool, asking, call, asks, at.erased()).await;
     }
     gated
 }
 
 /// Tells the tool's front end that the call found its action running, so that it may
 /// answer for it (an MCP task) instead of IN_PROGRESS.
-async fn found_running<S: Driven>(tool: &'static Tool, key: &Key, outcome: Outcome, answer: &Answer, store: &S) {
+async fn found_running<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
+    tool: &'static Tool,
+    key: &Key,
+    outcome: Outcome,
+    answer: &Answer,
+    at: &CallStore<'_, S, R, L>,
+) {
     if let (Outcome::InProgress, Answer::Error(error)) = (outcome, answer)
         && let Some(running) = error.running()
-        && let Some((serving, store)) = front_end(tool, store)
+        && let Some((serving, store)) = at.front_end(tool)
     {
         serving.found_running(tool, key, running, store).await;
     }
@@ -255,20 +260,23 @@ fn invalid<O: ToolOutput>(key: Option<Key>, error: Error) -> Ran<O> {
 
 /// Takes over an abandoned reservation and asks the hook what happened. `Ok(token)` when
 /// the body must run now under `token`; otherwise the answer.
-async fn reconcile<S, T, H>(
+async fn reconcile<S, R, L, T, H>(
     tool: &'static Tool,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     id: RecordId<'_>,
     expired: Token,
     abandoned: Abandoned,
     hook: &H,
 ) -> Result<Token, (Outcome, Answer)>
 where
-    S: Driven,
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
     T: serde::Serialize + serde::de::DeserializeOwned,
     H: Reconcile<T>,
 {
     let key = abandoned.key.clone();
+    let store = at.store;
     let token = match store.take_over(id, expired, tool.lease).await {
         Ok(token) => {
             notify(tool.subject(), &key, Phase::Reconcile, Happened::TakenOver);

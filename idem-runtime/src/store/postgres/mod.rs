@@ -164,7 +164,7 @@
 //!   the same.
 //! - Completion, release and take-over are single `UPDATE`/`DELETE` statements fenced by
 //!   `token`.
-//! - A charged reservation ([`reserve_charged`](super::Store::reserve_charged)) reads first
+//! - A charged reservation ([`reserve_charged`](super::BudgetStore::reserve_charged)) reads first
 //!   (a repeat locks nothing), then charges the window with one conditional
 //!   `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, which locks
 //!   its row until the commit, and inserts the record in the same transaction: concurrent
@@ -412,9 +412,10 @@ fn invalid(message: String) -> StoreError {
 /// # Ok(()) }
 /// ```
 ///
-/// Cloning is cheap and shares the pool. Async tools use the [`AsyncStore`](super::AsyncStore) impl, the
-/// native path; sync tools use the [`Store`](super::Store) impl, which blocks the calling thread for the
-/// round trip. See the [module documentation](self) for the schema and its migrations.
+/// Cloning is cheap and shares the pool. Async tools await its [`Store`](super::Store)
+/// operations; sync tools wait for them on the calling thread ([`block_on`](super::block_on)),
+/// for the round trip, while the store's own IO thread talks to the server. See the
+/// [module documentation](self) for the schema and its migrations.
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,

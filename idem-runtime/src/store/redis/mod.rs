@@ -108,6 +108,7 @@
 //!   budget window, which live in other slots.
 
 mod admin;
+mod budgets;
 mod fields;
 mod io;
 mod ops;
