@@ -7,7 +7,6 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use super::pool::block_on;
 use super::schema::Sql;
 use super::{PgStore, backend, duration_ms};
 use crate::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token};
@@ -255,7 +254,7 @@ impl PgStore {
              VALUES ($1, $2, $3, '{{}}', now(), now())",
             self.schema()
         );
-        block_on(async {
+        super::pool::block_on(async {
             let conn = self.conn().await?;
             conn.client.execute(&sql, &[&id.namespace, &id.key, &state]).await.map(drop).map_err(backend)
         })

@@ -14,6 +14,8 @@ use super::pool::block_on;
 use super::*;
 use crate::store::{Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store};
 use crate::testing::conformance::{check_exclusive_reserve, check_store, check_unknown_state};
+use tokio_postgres::config::Host;
+use tokio_postgres::{Config, NoTls};
 
 mod locks;
 
