@@ -13,7 +13,6 @@ use crate::store::{BudgetStore, DynStore, Reservation, Reserve, Store, StoreErro
 use super::Tool;
 use super::blocking::Blocking;
 use super::renewer::Registration;
-use super::serving::Serving;
 
 /// How a call makes a charged reservation: [`Charged`] for a tool with a budget, over a
 /// [`BudgetStore`]; [`Uncharged`] for a tool without one, over any store, which never
@@ -119,15 +118,8 @@ impl<S: Store + ?Sized, R: Reserving<S>, L: Renews> CallStore<'_, S, R, L> {
     }
 
     /// The store erased: for what the driver reads and writes beside the call's own record
-    /// (approvals), and for a front end.
+    /// (approvals), and for a front end (an async call's only, [`Renews::ASYNC`]).
     pub(crate) fn erased(&self) -> &dyn DynStore {
         &self.store
-    }
-
-    /// The front end that may answer for this call instead of its tool, with the store to
-    /// keep what it promises in: an async call's, made outside any tool's body.
-    pub(crate) fn front_end(&self, tool: &'static Tool) -> Option<(&'static dyn Serving, &dyn DynStore)> {
-        let serving = tool.serving?;
-        (L::ASYNC && !super::hold::in_body()).then(|| (serving, self.erased()))
     }
 }

@@ -14,14 +14,15 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
+use crate::store::{Completion, DynStore, RecordId, Reservation, Reserve, Store, StoreError, Token};
 
 use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
 use super::approval::{Gate, gate};
 use super::call_store::{CallStore, Renews, Reserving};
 use super::decide::{Answer, Step, decide};
-use super::hold::{Current, renewing};
+use super::hold::{Current, in_body, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
+use super::serving::Serving;
 use super::{BudgetPolicy, Call, Tool};
 
 /// What a call came to: the output for the caller, and how it was answered.
@@ -147,7 +148,7 @@ where
     };
     // The reservation's time includes a take-over and the reconcile hook.
     watch.reserved();
-    if let Some((serving, store)) = at.front_end(tool) {
+    if let Some((serving, store)) = front_end(tool, at) {
         serving.body_started(tool, &key, token, started, store).await;
     }
     watch.holds(token.0);
@@ -212,6 +213,21 @@ async fn reserve<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     at.reserve(reserve, charge).await
 }
 
+/// The front end that may answer for this call instead of its tool, with the store to keep
+/// what it promises in: an async call's, made outside any tool's body.
+fn front_end<'a, S, R, L>(
+    tool: &'static Tool,
+    at: &'a CallStore<'_, S, R, L>,
+) -> Option<(&'static dyn Serving, &'a dyn DynStore)>
+where
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
+{
+    let serving = tool.serving?;
+    (L::ASYNC && !in_body()).then(|| (serving, at.erased()))
+}
+
 /// The approval gate; a front end may ask the person in band when it answers
 /// APPROVAL_REQUIRED, and the gate is asked again when the front end says so (a decision was
 /// recorded, or the request moved on).
@@ -224,7 +240,7 @@ async fn approval_gate<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
 ) -> Gate {
     let gated = gate(tool, asking, call, asks, at.erased()).await;
     let Gate::Answer(Outcome::ApprovalRequired, error) = &gated else { return gated };
-    let (Some((serving, store)), Some(approval)) = (at.front_end(tool), error.approval()) else {
+    let (Some((serving, store)), Some(approval)) = (front_end(tool, at), error.approval()) else {
         return gated;
     };
     let asked = crate::approval::Request::from(approval);
@@ -245,7 +261,7 @@ async fn found_running<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
 ) {
     if let (Outcome::InProgress, Answer::Error(error)) = (outcome, answer)
         && let Some(running) = error.running()
-        && let Some((serving, store)) = at.front_end(tool)
+        && let Some((serving, store)) = front_end(tool, at)
     {
         serving.found_running(tool, key, running, store).await;
     }

@@ -4,7 +4,7 @@
 //! exactly, refuse what does not fit as over budget (never as an outage), and refuse what
 //! a window cannot count (past `i64::MAX` millionths) even when a person approved it.
 
-use super::budgets::{acquired, charged, id, over_budget, window};
+use super::charges::{AGES, acquired, charged, id, over_budget, window};
 use super::waited::Waited;
 use crate::store::budget::{Adjustment, BudgetChange, Charge, UNIT};
 use crate::store::{Admin, BudgetStore, Reservation, StoreError};
@@ -21,7 +21,7 @@ pub(super) fn sums_are_exact_at_the_edges_of_the_range<S: BudgetStore + Admin>(s
 }
 
 fn sum(budget: &str, limit: i64, amount: i64) -> Charge<'_> {
-    Charge { budget, scope: "", window_ms: super::budgets::AGES, limit, amount, past_limit: false }
+    Charge { budget, scope: "", window_ms: AGES, limit, amount, past_limit: false }
 }
 
 fn used(store: &Waited<impl Admin>, budget: &str) -> i64 {

@@ -1,4 +1,4 @@
-//! Budgets on a store ([`Store::reserve_charged`], [`Admin::budgets`],
+//! Budgets on a store ([`BudgetStore::reserve_charged`], [`Admin::budgets`],
 //! [`Admin::adjust_budget`]): the check and the charge are one step however many first
 //! calls race, a replay never pays, a released key is refunded, operators' changes are
 //! recorded and refused alike.
@@ -6,14 +6,11 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
+use super::charges::{AGES, acquired, charged, charged_for, id, over_budget, window};
 use super::waited::Waited;
 use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, UNIT};
-use crate::store::{Admin, BudgetStore, Completion, RecordId, RecordState, Reservation, Reserve, StoreError, Token};
+use crate::store::{Admin, BudgetStore, Completion, RecordState, Reservation, StoreError};
 
-const NS: &str = "idem-conformance-budgets";
-/// A window of 1000 years: it starts at the epoch and holds every charge of these checks,
-/// so no check ever sees a window end under it.
-pub(super) const AGES: i64 = 1000 * 365 * 24 * 3600 * 1000;
 /// A window of 10 years, which starts later than [`AGES`]' (for the listing's order).
 const DECADE: i64 = 10 * 365 * 24 * 3600 * 1000;
 const RACERS: usize = 32;
@@ -36,44 +33,9 @@ pub fn check_budgets<S: BudgetStore + Admin>(make_store: impl Fn() -> S) {
     super::budget_edges::sums_are_exact_at_the_edges_of_the_range(&make_store());
 }
 
-pub(super) fn id(key: &str) -> RecordId<'_> {
-    RecordId { namespace: NS, key }
-}
-
 /// A count budget's charge of one call against `limit` calls.
 fn count<'a>(budget: &'a str, scope: &'a str, limit: i64) -> Charge<'a> {
     Charge { budget, scope, window_ms: AGES, limit: limit * UNIT, amount: UNIT, past_limit: false }
-}
-
-pub(super) fn charged(store: &Waited<impl BudgetStore>, key: &str, charge: Charge<'_>) -> Reservation {
-    charged_for(store, key, charge, LONG)
-}
-
-fn charged_for(store: &Waited<impl BudgetStore>, key: &str, charge: Charge<'_>, lease: Duration) -> Reservation {
-    let request = Reserve { id: id(key), request: "{}", lease };
-    store.reserve_charged(request, charge).unwrap_or_else(|e| panic!("reserve_charged of {key} failed: {e}"))
-}
-
-pub(super) fn acquired(store: &Waited<impl BudgetStore>, key: &str, charge: Charge<'_>) -> Token {
-    match charged(store, key, charge) {
-        Reservation::Acquired { token } => token,
-        other => panic!("a charge that fits its window must acquire {key}, got {other:?}"),
-    }
-}
-
-pub(super) fn over_budget(store: &Waited<impl BudgetStore>, key: &str, charge: Charge<'_>) -> BudgetWindow {
-    match charged(store, key, charge) {
-        Reservation::OverBudget(window) => window,
-        other => panic!("a charge that would pass its window's limit must be refused for {key}, got {other:?}"),
-    }
-}
-
-/// The one window of `budget` and `scope` (none: `None`).
-pub(super) fn window(store: &Waited<impl Admin>, budget: &str, scope: &str) -> Option<BudgetWindow> {
-    let query = BudgetQuery { budget: Some(budget), scope: Some(scope), current: false };
-    let mut windows = store.budgets(&query).unwrap_or_else(|e| panic!("listing the budget {budget} failed: {e}"));
-    assert!(windows.len() <= 1, "one window per budget, scope and start: {windows:?}");
-    windows.pop()
 }
 
 fn used(store: &Waited<impl Admin>, budget: &str, scope: &str) -> i64 {

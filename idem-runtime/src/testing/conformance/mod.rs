@@ -14,6 +14,7 @@ mod admin;
 mod approvals;
 mod budget_edges;
 mod budgets;
+mod charges;
 mod race;
 mod renew;
 mod unreadable;
