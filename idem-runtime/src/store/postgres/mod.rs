@@ -183,8 +183,8 @@
 //!   a multi-threaded tokio runtime use connections driven by that runtime (no thread hop
 //!   per statement); everything else uses connections driven by a thread the store owns,
 //!   so the store works from any async runtime and from sync tools (which wait for each
-//!   operation on their own thread, [`block_on`](super::block_on), even inside a tokio
-//!   runtime, without deadlocking).
+//!   operation on their own thread, [`block_on`], even inside a tokio runtime, without
+//!   deadlocking).
 
 mod admin;
 mod budgets;
@@ -256,8 +256,8 @@ const MAX_DURATION_MS: i64 = 100 * 365 * 24 * 3600 * 1000;
 /// ```
 ///
 /// Cloning is cheap and shares the pool. Async tools await its [`Store`](super::Store)
-/// operations; sync tools wait for them on the calling thread ([`block_on`](super::block_on)),
-/// for the round trip, while the store's own IO thread talks to the server. See the
+/// operations; sync tools wait for them on the calling thread ([`block_on`]), for the round
+/// trip, while the store's own IO thread talks to the server. See the
 /// [module documentation](self) for the schema and its migrations.
 #[derive(Clone)]
 pub struct PgStore {

@@ -37,7 +37,7 @@ macro_rules! now_ms {
 ///
 /// Any number of threads (share one `SqliteStore`) and processes (each opens the same
 /// path) may use one file at once: SQLite's locking and the table's unique constraint
-/// make [`reserve`](Store::reserve) atomic across all of them. Opening is as concurrent:
+/// make [`reserve`](super::Store::reserve) atomic across all of them. Opening is as concurrent:
 /// processes that open one new file at the same moment all get the store (within the
 /// [busy timeout](SqliteStoreBuilder::busy_timeout)). The file must be on a local
 /// disk; SQLite's locks are unreliable on network file systems.
