@@ -80,7 +80,7 @@ pub(crate) fn wait<F: Future + ?Sized>(future: Pin<&mut F>) -> F::Output {
     #[cfg(feature = "tokio")]
     let future = pin!(tokio::task::unconstrained(future));
     let mut future = future;
-    UNPARK.with(|waker| {
+    let mut run = |waker: &Waker| {
         let mut cx = Context::from_waker(waker);
         loop {
             match future.as_mut().poll(&mut cx) {
@@ -88,7 +88,12 @@ pub(crate) fn wait<F: Future + ?Sized>(future: Pin<&mut F>) -> F::Output {
                 Poll::Pending => std::thread::park(),
             }
         }
-    })
+    };
+    match UNPARK.try_with(|waker| run(waker)) {
+        Ok(output) => output,
+        // This thread's locals are being destroyed (a call made by another local's `Drop`).
+        Err(_) => run(&Waker::from(Arc::new(Unpark(std::thread::current())))),
+    }
 }
 
 #[cfg(test)]
