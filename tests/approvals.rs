@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::Duration;
 
 use idem::approval::{self, DecideError, State};
-use idem::store::{AsyncStore, RecordId};
+use idem::store::{RecordId, Store};
 use idem::{ErrorCode, MemoryStore, SqliteStore, Status, idempotent};
 
 /// Payments made: (supplier, invoice, amount).
@@ -71,7 +71,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(future)
 }
 
-fn decide<S: AsyncStore>(store: &S, supplier: &str, approve: bool) -> Result<approval::Request, DecideError> {
+fn decide<S: Store>(store: &S, supplier: &str, approve: bool) -> Result<approval::Request, DecideError> {
     let key = id(supplier);
     let id = RecordId { namespace: "tests::pay_invoice", key: &key };
     block_on(async {
@@ -317,7 +317,10 @@ fn texts_a_person_or_a_model_reads_name_the_action_without_the_scopes_hash() {
 
 /// The request made, the process gone, a decision by another handle (an operator's), a
 /// new process: it runs once the approval is there, once.
-fn restart_between_request_and_approval<S: idem::store::Admin>(open: impl Fn() -> S, supplier: &str) {
+fn restart_between_request_and_approval<S: idem::store::Store + idem::store::Admin>(
+    open: impl Fn() -> S,
+    supplier: &str,
+) {
     let p = Payments { store: open() };
     assert_eq!(code(pay(&p, supplier, 4000.0)), ErrorCode::ApprovalRequired);
     drop(p);
@@ -348,7 +351,7 @@ fn a_restart_between_request_and_approval_loses_nothing_on_postgres() {
     let schema = postgres::fresh_schema("approvals");
     let open = || {
         let store = idem::PgStore::builder(&url).schema(&schema).build().unwrap();
-        idem::store::Store::read(&store, RecordId { namespace: "x", key: "y" }).unwrap(); // migrates
+        block_on(store.read(RecordId { namespace: "x", key: "y" })).unwrap(); // migrates
         store
     };
     restart_between_request_and_approval(open, "pg");

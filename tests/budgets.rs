@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use idem::store::block_on;
 use idem::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, UNIT};
 use idem::store::{Admin, RecordId, Reserve};
 use idem::{Budget, ErrorCode, MemoryStore, SqliteStore, idempotent};
@@ -71,7 +72,7 @@ struct Shop<S> {
     tenant: String,
 }
 
-impl<S: idem::store::Store> Shop<S> {
+impl<S: idem::store::BudgetStore> Shop<S> {
     /// Refund an order.
     #[idempotent(key = "refund:<order>", compare = [amount], scope = self.tenant, budget = REFUNDS,
         namespace = "tests::refund", store = self.store)]
@@ -177,7 +178,7 @@ trait ShopOps: Send + Sync {
     fn ping(&self, what: &str) -> Result<String, idem::Error>;
 }
 
-impl<S: idem::store::Store + 'static> ShopOps for Shop<S> {
+impl<S: idem::store::BudgetStore + 'static> ShopOps for Shop<S> {
     fn refund(&self, order: &str, amount: f64, fail: bool) -> Result<String, ShopError> {
         Shop::refund(self, order.into(), amount, fail)
     }
@@ -201,7 +202,7 @@ impl<S: idem::store::Store + 'static> ShopOps for Shop<S> {
     }
 }
 
-impl<S: Admin + idem::store::AsyncStore + 'static> Opened for S {
+impl<S: Admin + idem::store::BudgetStore + 'static> Opened for S {
     fn shop(self: Box<Self>, tenant: &str) -> Box<dyn ShopOps> {
         Box::new(Shop { store: *self, tenant: tenant.to_owned() })
     }
@@ -240,7 +241,7 @@ impl Opened for SharedMemory {
 fn hold(store: &impl idem::store::Store, key: &str) {
     let id = RecordId { namespace: "tests::gift", key };
     let request = Reserve { id, request: r#"{"value":5.0}"#, lease: Duration::from_secs(600) };
-    assert!(matches!(store.reserve(request).unwrap(), idem::store::Reservation::Acquired { .. }));
+    assert!(matches!(block_on(store.reserve(request)).unwrap(), idem::store::Reservation::Acquired { .. }));
 }
 
 fn windows(store: &impl Admin, budget: &str) -> Vec<BudgetWindow> {
@@ -248,7 +249,7 @@ fn windows(store: &impl Admin, budget: &str) -> Vec<BudgetWindow> {
 }
 
 /// A person approves the gift under `key`.
-fn approve(store: &impl idem::store::AsyncStore, key: &str) {
+fn approve(store: &impl idem::store::Store, key: &str) {
     let id = RecordId { namespace: "tests::gift", key };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(idem::approval::approve(store, id, "alice", Some("one more"))).unwrap();
@@ -368,7 +369,7 @@ fn an_abandoned_call_keeps_its_charge() {
     struct Panicky<S> {
         store: S,
     }
-    impl<S: idem::store::Store> Panicky<S> {
+    impl<S: idem::store::BudgetStore> Panicky<S> {
         #[idempotent(key = "ping:<what>", budget = PINGS_ABANDONED, namespace = "tests::abandoned", store = self.store)]
         fn ping(&self, what: String) -> Result<String, idem::Error> {
             assert!(!PANIC.load(Ordering::SeqCst), "the body stops halfway");

@@ -8,13 +8,13 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use idem::ErrorCode;
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
 use support::{Billing, ToolError};
 
 const TRIALS: usize = 500;
 const THREADS: usize = 8;
 
-fn race<S: Store + AsyncStore + 'static>(billing: Arc<Billing<S>>, is_async: bool) {
+fn race<S: Store + 'static>(billing: Arc<Billing<S>>, is_async: bool) {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let handle = runtime.handle().clone();
     let mut fresh_total = 0;

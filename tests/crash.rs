@@ -629,7 +629,7 @@ fn hook_calls(key: &str) -> i64 {
 /// What a kill left: where it landed, the record, and the charges.
 fn inspect(tool: Tool, order: &str, seen: &[String]) -> (Landed, Option<idem::store::Record>, Vec<Charge>) {
     let key = format!("charge:{order}");
-    let record = STORE.read(RecordId { namespace: tool.namespace(), key: &key }).unwrap();
+    let record = block_on(STORE.read(RecordId { namespace: tool.namespace(), key: &key })).unwrap();
     let sent = charges(tool.provider(), &key);
     let in_progress = |r: &idem::store::Record| matches!(r.state, RecordState::InProgress { .. });
     let landed = match (&record, sent.len()) {

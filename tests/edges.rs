@@ -7,8 +7,8 @@
 //! - `sqlite_file_replaced`: a store whose file is deleted or replaced answers from none.
 //! - `round_trip`: a result that does not read back from its JSON never poisons its key.
 //! - `replay_marker`: `"replayed": true` only where a model reads JSON or a type asks.
-//! - `custom_store`: a sync `Store` serves async tools through `FromSync`.
-//! - `store_methods`: store operations through `Store` or `AsyncStore`, both in scope.
+//! - `custom_store`: a `Store` implemented once serves async and sync tools.
+//! - `store_methods`: store operations through `Store` or `Store`, both in scope.
 //! - `error_serde`: `idem::Error` round-trips through serde.
 //! - `default_store`: the default store does not move with the working directory, its
 //!   path is fixed when first asked for, and it is private to its user.

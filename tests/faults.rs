@@ -9,6 +9,7 @@ use std::sync::{Barrier, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use idem::store::Store;
+use idem::store::block_on;
 use idem::telemetry::Outcome;
 use idem::{Abandoned, ErrorCode, MemoryStore, Reconciled, Status, idempotent};
 
@@ -19,8 +20,8 @@ mod support;
 /// machine is; lease expiry by the clock itself is checked by the store conformance suite.
 fn end_lease(store: &MemoryStore, namespace: &str, key: &str) {
     let id = idem::store::RecordId { namespace, key };
-    let record = store.read(id).unwrap().expect("a reservation to end");
-    store.abandon(id, record.token).unwrap();
+    let record = block_on(store.read(id)).unwrap().expect("a reservation to end");
+    block_on(store.abandon(id, record.token)).unwrap();
 }
 
 /// Waits until `done` holds, checking every millisecond, for work that finishes on
@@ -304,7 +305,7 @@ mod retention {
         assert_eq!(send_digest(1).unwrap(), 0);
         let mut purged = 0;
         wait_until("the record is purged", || {
-            purged += STORE.purge(100).unwrap();
+            purged += block_on(STORE.purge(100)).unwrap();
             purged > 0
         });
         assert_eq!(purged, 1, "only the settled record past its retention");

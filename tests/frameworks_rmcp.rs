@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use idem::store::block_on;
 use idem::{MemoryStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
@@ -370,10 +371,12 @@ async fn records_written_under_rust_field_names_keep_matching() {
     let request = SendInvoice { customer: "acme".into(), period: "2026-10".into(), amount: 120.0, memo: String::new() };
     let id = Billing::send_invoice_record_id(Parameters(request)).unwrap();
     let reserve = Reserve { id: id.as_record_id(), request: r#"{"req.amount":120.0}"#, lease: Duration::from_secs(30) };
-    let Reservation::Acquired { token } = billing.store.reserve(reserve).unwrap() else { panic!("a fresh store") };
+    let Reservation::Acquired { token } = block_on(billing.store.reserve(reserve)).unwrap() else {
+        panic!("a fresh store")
+    };
     let result = serde_json::to_string(&CallToolResult::structured(json!({"invoice": "inv_old"}))).unwrap();
     let completion = Completion::Success(&result);
-    billing.store.complete(id.as_record_id(), token, completion, Duration::from_secs(3600)).unwrap();
+    block_on(billing.store.complete(id.as_record_id(), token, completion, Duration::from_secs(3600))).unwrap();
 
     let client = connect(billing.clone()).await;
     let args = json!({"customer": "acme", "period": "2026-10", "amount": 120.0, "memo": "October support"});

@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
-use idem::store::Store;
+use idem::store::block_on;
+use idem::store::{DynStore, Store};
 use idem::store::{RecordId, Reservation, Reserve};
 use idem::telemetry::Outcome;
 use idem::{Abandoned, ErrorCode, Reconciled, Status, idempotent};
@@ -99,7 +100,7 @@ struct Effect {
 /// The stand-in provider (a ledger without deduplication of its own), the store, and the
 /// gate that holds bodies in flight.
 struct Ctx {
-    store: Box<dyn Store>,
+    store: Box<dyn DynStore>,
     effects: Mutex<Vec<Effect>>,
     /// Per key: how many times its records were purged. The provider forgets an action
     /// with its record, so a reconciliation looks at the current epoch only.
@@ -116,7 +117,7 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn new(store: Box<dyn Store>) -> Ctx {
+    fn new(store: Box<dyn DynStore>) -> Ctx {
         Ctx {
             store,
             effects: Mutex::default(),
@@ -560,7 +561,7 @@ fn step<'scope, 'env>(
             let lease = if short_lease { Duration::from_millis(5) } else { Duration::from_secs(3600) };
             let request = format!("{{\"amount\":{amount}}}");
             let id = RecordId { namespace: NAMESPACE, key: &key };
-            let reserved = ctx.store.reserve(Reserve { id, request: &request, lease }).unwrap();
+            let reserved = block_on(ctx.store.reserve(Reserve { id, request: &request, lease })).unwrap();
             let i = usize::from(k);
             match (reserved, &model.recs[i]) {
                 (Reservation::Acquired { .. }, Rec::Absent) => {
@@ -584,8 +585,8 @@ fn step<'scope, 'env>(
             if let Rec::InProgress { expired: expired @ false, .. } = &mut model.recs[usize::from(k)] {
                 let key = key_of(k);
                 let id = RecordId { namespace: NAMESPACE, key: &key };
-                let record = ctx.store.read(id).unwrap().expect("reserved");
-                ctx.store.abandon(id, record.token).unwrap();
+                let record = block_on(ctx.store.read(id)).unwrap().expect("reserved");
+                block_on(ctx.store.abandon(id, record.token)).unwrap();
                 seen("lease ended (abandon)");
                 *expired = true;
             }
@@ -618,7 +619,7 @@ fn step<'scope, 'env>(
             let deadline = Instant::now() + DEADLINE;
             let mut purged = 0;
             while purged < brief.len() {
-                let n = ctx.store.purge(limit).unwrap();
+                let n = block_on(ctx.store.purge(limit)).unwrap();
                 prop_assert!(n <= limit, "purge removed {} records, more than its limit {}", n, limit);
                 purged += n;
                 prop_assert!(Instant::now() < deadline, "purge never removed the records past retention");
@@ -627,7 +628,7 @@ fn step<'scope, 'env>(
                 }
             }
             prop_assert_eq!(purged, brief.len(), "purge removed records within retention or in progress");
-            prop_assert_eq!(ctx.store.purge(limit).unwrap(), 0, "purge removed a record within retention");
+            prop_assert_eq!(block_on(ctx.store.purge(limit)).unwrap(), 0, "purge removed a record within retention");
             for i in brief {
                 seen("purged");
                 model.recs[i] = Rec::Absent;
@@ -709,7 +710,7 @@ fn check(ctx: &Ctx, model: &mut Model) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn run(ops: &[Op], store: Box<dyn Store>) -> Result<(), TestCaseError> {
+fn run(ops: &[Op], store: Box<dyn DynStore>) -> Result<(), TestCaseError> {
     install_quiet_panic_hook();
     let ctx = Ctx::new(store);
     let mut model = Model::new();
@@ -777,7 +778,7 @@ const MUST_SEE: &[&str] = &[
     "purged",
 ];
 
-fn run_model(name: &str, store: impl Fn() -> (Box<dyn Store>, Option<tempfile::TempDir>)) {
+fn run_model(name: &str, store: impl Fn() -> (Box<dyn DynStore>, Option<tempfile::TempDir>)) {
     // No regression files: a failure prints its minimal sequence of operations, to be
     // pasted into a test of its own.
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(CASES);
@@ -840,29 +841,29 @@ struct Broken {
 }
 
 impl Store for Broken {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, idem::store::StoreError> {
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, idem::store::StoreError> {
         self.seen.lock().unwrap().insert(request.id.key.to_owned());
-        let reserved = self.inner.reserve(request)?;
+        let reserved = self.inner.reserve(request).await?;
         if let (Bug::ReleasesAbandoned, Reservation::Existing(record)) = (self.bug, &reserved)
             && matches!(record.state, idem::store::RecordState::InProgress { lease_expired: true, .. })
         {
-            self.inner.release(request.id, record.token)?;
-            return self.inner.reserve(request);
+            self.inner.release(request.id, record.token).await?;
+            return self.inner.reserve(request).await;
         }
         Ok(reserved)
     }
-    fn take_over(
+    async fn take_over(
         &self,
         id: RecordId<'_>,
         expired: idem::store::Token,
         lease: Duration,
     ) -> Result<idem::store::Token, idem::store::StoreError> {
-        self.inner.take_over(id, expired, lease)
+        self.inner.take_over(id, expired, lease).await
     }
-    fn renew(&self, renewal: idem::store::Renew<'_>) -> Result<(), idem::store::StoreError> {
-        self.inner.renew(renewal)
+    async fn renew(&self, renewal: idem::store::Renew<'_>) -> Result<(), idem::store::StoreError> {
+        self.inner.renew(renewal).await
     }
-    fn complete(
+    async fn complete(
         &self,
         id: RecordId<'_>,
         token: idem::store::Token,
@@ -870,33 +871,34 @@ impl Store for Broken {
         retain: Duration,
     ) -> Result<(), idem::store::StoreError> {
         match self.bug {
-            Bug::IgnoresRetention => self.inner.complete(id, token, completion, Duration::ZERO),
+            Bug::IgnoresRetention => self.inner.complete(id, token, completion, Duration::ZERO).await,
             Bug::Unfenced => {
-                let current = self.inner.read(id)?.map_or(token, |record| record.token);
-                self.inner.complete(id, current, completion, retain)
+                let current = self.inner.read(id).await?.map_or(token, |record| record.token);
+                self.inner.complete(id, current, completion, retain).await
             }
-            _ => self.inner.complete(id, token, completion, retain),
+            _ => self.inner.complete(id, token, completion, retain).await,
         }
     }
-    fn release(&self, id: RecordId<'_>, token: idem::store::Token) -> Result<(), idem::store::StoreError> {
-        self.inner.release(id, token)
+    async fn release(&self, id: RecordId<'_>, token: idem::store::Token) -> Result<(), idem::store::StoreError> {
+        self.inner.release(id, token).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: idem::store::Token) -> Result<(), idem::store::StoreError> {
-        self.inner.abandon(id, token)
+    async fn abandon(&self, id: RecordId<'_>, token: idem::store::Token) -> Result<(), idem::store::StoreError> {
+        self.inner.abandon(id, token).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<idem::store::Record>, idem::store::StoreError> {
-        self.inner.read(id)
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<idem::store::Record>, idem::store::StoreError> {
+        self.inner.read(id).await
     }
-    fn purge(&self, limit: usize) -> Result<usize, idem::store::StoreError> {
-        let mut purged = self.inner.purge(limit)?;
+    async fn purge(&self, limit: usize) -> Result<usize, idem::store::StoreError> {
+        let mut purged = self.inner.purge(limit).await?;
         if let Bug::PurgesAbandoned = self.bug {
-            for key in self.seen.lock().unwrap().iter() {
+            let seen: Vec<String> = self.seen.lock().unwrap().iter().cloned().collect();
+            for key in &seen {
                 let id = RecordId { namespace: NAMESPACE, key };
-                if let Some(record) = self.inner.read(id)?
+                if let Some(record) = self.inner.read(id).await?
                     && let idem::store::RecordState::InProgress { lease_expired: true, .. } = record.state
                     && purged < limit
                 {
-                    self.inner.release(id, record.token)?;
+                    self.inner.release(id, record.token).await?;
                     purged += 1;
                 }
             }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use idem::store::block_on;
 use idem::store::{RecordId, Reservation, Reserve, Store};
 use idem::{ErrorCode, RedisStore, idempotent};
 
@@ -104,11 +105,11 @@ fn an_abandoned_call_is_outcome_unknown_never_a_blind_rerun() {
     let shop = Shop::with(RedisStore::builder(&url).prefix(&prefix()).build().unwrap());
     let id = RecordId { namespace: "redis.pay", key: "pay:7" };
     let Ok(Reservation::Acquired { token }) =
-        Store::reserve(&shop.store, Reserve { id, request: "{}", lease: Duration::from_secs(3600) })
+        block_on(shop.store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(3600) }))
     else {
         panic!("a fresh key")
     };
-    Store::abandon(&shop.store, id, token).unwrap(); // the holder died; its lease ends now
+    block_on(shop.store.abandon(id, token)).unwrap(); // the holder died; its lease ends now
     assert_eq!(shop.pay(7).unwrap_err().code(), ErrorCode::OutcomeUnknown);
     assert_eq!(shop.effects(7), 0);
 }
@@ -292,7 +293,7 @@ fn a_completion_the_server_does_not_answer_returns_within_the_deadline() {
     let id = RecordId { namespace: "redis.pay_then", key: "pay:2" };
     let deadline = Instant::now() + Duration::from_secs(10);
     while !matches!(
-        Store::read(&shop.store, id).unwrap().map(|record| record.state),
+        block_on(shop.store.read(id)).unwrap().map(|record| record.state),
         Some(idem::store::RecordState::Completed { .. })
     ) {
         assert!(Instant::now() < deadline, "the completion sent to the frozen server never landed");
@@ -372,7 +373,7 @@ fn a_reservation_no_replica_acknowledged_runs_no_body() {
     assert!(error.to_string().contains("WAIT: 0 of 1 replicas"), "{error}");
     assert_eq!(shop.effects(1), 0);
     let id = RecordId { namespace: "redis.pay", key: "pay:1" };
-    assert_eq!(Store::read(&shop.store, id).unwrap(), None, "the reservation was released");
+    assert_eq!(block_on(shop.store.read(id)).unwrap(), None, "the reservation was released");
 
     let port = primary.port().to_string();
     let Some(replica) = Server::start(test, &["--replicaof", "127.0.0.1", &port]) else { return };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::ErrorCode;
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
 use idem::telemetry::Outcome;
 use idem::testing::matrix::{Answer, MatrixReport, RetryMatrix};
 use support::{Args, Billing, Invoice, ToolError};
@@ -27,7 +27,7 @@ fn matrix() -> RetryMatrix<Args> {
 
 fn play<S>(billing: Arc<Billing<S>>, is_async: bool) -> MatrixReport<Result<Invoice, ToolError>>
 where
-    S: Store + AsyncStore + 'static,
+    S: Store + 'static,
 {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
     let handle = runtime.handle().clone();

@@ -7,6 +7,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use idem::store::DEFAULT_RETAIN;
+use idem::store::block_on;
 use idem::store::postgres::Begun;
 use idem::store::{PgStore, RecordId, Store, Transacted, TransactionError};
 use idem::{ErrorCode, SqliteStore, idempotent};
@@ -66,7 +67,7 @@ fn sqlite_commits_the_key_and_the_effect_together() {
 fn sqlite_rolls_back_the_key_and_the_effect_on_error_and_panic() {
     let (dir, store) = sqlite();
     assert!(matches!(sqlite_order(&store, "b", 1, true), Err(TransactionError::Body(e)) if e == "declined"));
-    assert_eq!((sqlite_effects(&dir, "b"), store.read(id("b")).unwrap()), (0, None), "nothing is left");
+    assert_eq!((sqlite_effects(&dir, "b"), block_on(store.read(id("b"))).unwrap()), (0, None), "nothing is left");
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         store.transaction(id("b"), &(), DEFAULT_RETAIN, |tx| -> Result<(), String> {
             tx.execute("INSERT INTO effects VALUES ('b', 2)", []).unwrap();
@@ -74,7 +75,7 @@ fn sqlite_rolls_back_the_key_and_the_effect_on_error_and_panic() {
         })
     }));
     assert!(panicked.is_err());
-    assert_eq!((sqlite_effects(&dir, "b"), store.read(id("b")).unwrap()), (0, None), "nothing is left");
+    assert_eq!((sqlite_effects(&dir, "b"), block_on(store.read(id("b"))).unwrap()), (0, None), "nothing is left");
     assert_eq!(sqlite_order(&store, "b", 1, false).unwrap(), Transacted::Ran(1), "a retry runs");
     assert_eq!(sqlite_effects(&dir, "b"), 1);
 }
@@ -170,7 +171,7 @@ fn postgres_commits_the_key_and_the_effect_together_or_not_at_all() {
 
         assert_eq!(pg_order(&store, "b", 1, true).await, Err("declined".to_string()));
         assert_eq!(pg_effects(&url, &store, "b").await, 0, "a failed body leaves no effect");
-        assert_eq!(Store::read(&store, id("b")).unwrap(), None, "and no reservation");
+        assert_eq!(block_on(store.read(id("b"))).unwrap(), None, "and no reservation");
 
         let insert = format!("INSERT INTO {}.effects VALUES ('c', 1)", store.schema());
         let cancelled = tokio::time::timeout(Duration::from_millis(50), async {
@@ -182,7 +183,7 @@ fn postgres_commits_the_key_and_the_effect_together_or_not_at_all() {
         .await;
         assert!(cancelled.is_err(), "the caller gave up on the body");
         assert_eq!(pg_effects(&url, &store, "c").await, 0, "a cancelled body leaves no effect");
-        assert_eq!(Store::read(&store, id("c")).unwrap(), None, "and no reservation");
+        assert_eq!(block_on(store.read(id("c"))).unwrap(), None, "and no reservation");
         assert_eq!(pg_order(&store, "c", 1, false).await.unwrap(), Transacted::Ran(1), "a retry runs");
 
         let panicking = store.clone();

@@ -20,7 +20,7 @@ pub fn budget(settings: &Settings, dir: &Path, report: &mut Report) {
     rows(settings, "SQLite NORMAL", &sqlite, settings.plan(1000), report);
 }
 
-fn rows<S: idem::store::Store>(
+fn rows<S: idem::store::BudgetStore>(
     settings: &Settings,
     store: &'static str,
     tools: &Tools<S>,

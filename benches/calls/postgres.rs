@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use idem::store::{AsyncStore, PgStore, RecordId, Reservation, Reserve};
+use idem::store::{PgStore, RecordId, Reservation, Reserve, Store};
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::Settings;
@@ -296,8 +296,7 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
                     let started = Instant::now();
                     for i in start..start + n {
                         let id = RecordId { namespace: NAMESPACE, key: &ids[i % ids.len()] };
-                        let found =
-                            AsyncStore::reserve(&tools.store, Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE });
+                        let found = tools.store.reserve(Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE });
                         assert!(matches!(black_box(found.await), Ok(Reservation::Existing(_))));
                     }
                     started.elapsed()

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
+use idem::store::block_on;
 use idem::store::{RecordId, Reservation, Reserve};
 use idem::{ErrorCode, idempotent};
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,7 @@ pub struct Tools<S> {
     pub effects: Arc<Effects>,
 }
 
-impl<S: Store> Tools<S> {
+impl<S: idem::store::BudgetStore> Tools<S> {
     pub fn new(store: S) -> Self {
         Tools { store, effects: Arc::default() }
     }
@@ -141,7 +142,7 @@ pub struct AsyncTools<S> {
     pub effects: Arc<Effects>,
 }
 
-impl<S: AsyncStore + 'static> AsyncTools<S> {
+impl<S: Store + 'static> AsyncTools<S> {
     pub fn new(store: S) -> Self {
         AsyncTools { store, effects: Arc::default() }
     }
@@ -160,7 +161,7 @@ impl<S: AsyncStore + 'static> AsyncTools<S> {
 }
 
 /// One call of the async tool, for [`timed_task`].
-pub async fn idem_call<S: AsyncStore + 'static>(tools: Arc<AsyncTools<S>>, a: Args) -> Result<Invoice, ToolError> {
+pub async fn idem_call<S: Store + 'static>(tools: Arc<AsyncTools<S>>, a: Args) -> Result<Invoice, ToolError> {
     tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
 }
 
@@ -241,7 +242,7 @@ pub type Check = fn(&Result<Invoice, ToolError>);
 pub fn reserve_in_progress(store: &impl Store, customer: &str) {
     let key = format!("invoice:{customer}:{PERIOD}");
     let id = RecordId { namespace: NAMESPACE, key: &key };
-    let reserved = store.reserve(Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE }).unwrap();
+    let reserved = block_on(store.reserve(Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE })).unwrap();
     assert!(matches!(reserved, Reservation::Acquired { .. }), "{key} was taken: {reserved:?}");
 }
 

@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use idem::frameworks::rmcp::Authenticated;
 use idem::idempotent;
-use idem::store::AsyncStore;
+use idem::store::DynStore;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -103,7 +103,7 @@ impl Effects {
 /// The billing server: the store every worker shares, and the outside world.
 #[derive(Clone)]
 pub struct Billing {
-    pub store: Arc<dyn AsyncStore>,
+    pub store: Arc<dyn DynStore>,
     pub effects: Effects,
     /// How long the billing provider takes to send an invoice.
     pub invoice: Duration,

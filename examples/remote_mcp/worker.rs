@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::AsyncStore;
+use idem::store::DynStore;
 
 use crate::billing::{self, Billing, Effects};
 
@@ -33,7 +33,7 @@ pub async fn serve(args: &[String]) -> Result<()> {
 }
 
 /// The store every worker shares.
-async fn open_store(db: &str, schema: &str) -> Result<Arc<dyn AsyncStore>> {
+async fn open_store(db: &str, schema: &str) -> Result<Arc<dyn DynStore>> {
     if db.starts_with("postgres://") || db.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
         {

@@ -59,7 +59,7 @@ fn shown(request: &Request) {
 /// (see [`keys::search`]): the key it is stored under, and its state.
 pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<Option<(String, State)>, String> {
     keys::search(namespace, key, "approval request", |key| {
-        approval::blocking::state(store, RecordId { namespace, key }).map_err(|e| e.to_string())
+        approval::blocking::state(store.as_dyn_store(), RecordId { namespace, key }).map_err(|e| e.to_string())
     })
 }
 
@@ -90,9 +90,9 @@ pub(crate) fn decide(
         return Err("nothing changed".into());
     }
     let decided = if approved {
-        approval::blocking::approve(store, id, by, note)
+        approval::blocking::approve(store.as_dyn_store(), id, by, note)
     } else {
-        approval::blocking::decline(store, id, by, note)
+        approval::blocking::decline(store.as_dyn_store(), id, by, note)
     };
     match decided {
         Ok(_) => {
@@ -137,7 +137,7 @@ pub(crate) fn reopen(
     if !yes && !confirm(&question) {
         return Err("nothing changed".into());
     }
-    match approval::blocking::reopen(store, id, by, note) {
+    match approval::blocking::reopen(store.as_dyn_store(), id, by, note) {
         Ok(_) => {
             say!("reopened: the next call of {key} asks for approval anew");
             Ok(())

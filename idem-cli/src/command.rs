@@ -1,7 +1,9 @@
 //! What each command does, on an open store.
 
 use idem_runtime::store::DEFAULT_RETAIN;
-use idem_runtime::store::{Admin, ListQuery, ListedRecord, Record, RecordId, RecordState, StateFilter, StoreError};
+use idem_runtime::store::{
+    Admin, ListQuery, ListedRecord, Record, RecordId, RecordState, StateFilter, Store, StoreError, block_on,
+};
 
 use crate::args::{Command, Done, State};
 use crate::{approvals, budgets, keys, render};
@@ -71,7 +73,8 @@ pub(crate) fn run(
             // short write, so that the tools' own writes get their turns in between.
             let (mut purged, mut batches) = (0, 0);
             loop {
-                let removed = store.purge(batch).map_err(|e| format!("{e} (after purging {purged} record(s))"))?;
+                let removed = block_on(store.as_dyn_store().purge(batch))
+                    .map_err(|e| format!("{e} (after purging {purged} record(s))"))?;
                 (purged, batches) = (purged + removed, batches + 1);
                 if removed < batch {
                     break;
@@ -85,7 +88,9 @@ pub(crate) fn run(
             Ok(())
         }
         Command::Reopen { namespace, key, by, note, yes } => {
-            let read = |key: &str| store.read(RecordId { namespace: &namespace, key }).map_err(|e| e.to_string());
+            let read = |key: &str| {
+                block_on(store.as_dyn_store().read(RecordId { namespace: &namespace, key })).map_err(|e| e.to_string())
+            };
             if let Some((stored, record)) = keys::search(&namespace, &key, "record", read)? {
                 return reopen(store, (&namespace, stored, record), yes, confirm);
             }

@@ -7,7 +7,7 @@
 //! kept as written. So which `:` of a typed key is a separator and which a value's cannot be
 //! told: every choice is tried.
 
-use idem_runtime::store::{Admin, Record, RecordId};
+use idem_runtime::store::{Admin, Record, RecordId, Store, block_on};
 
 /// Beyond this many characters to encode, only the form with all of them encoded is tried
 /// (2^10 reads at most).
@@ -89,8 +89,10 @@ pub(crate) fn search<T>(
 /// The record of `namespace` under `key`, or else under exactly one of its encoded forms
 /// (see [`search`]): its key as stored, and the record.
 pub(crate) fn find(store: &dyn Admin, namespace: &str, key: &str) -> Result<(String, Record), String> {
-    search(namespace, key, "record", |key| store.read(RecordId { namespace, key }).map_err(|e| e.to_string()))?
-        .ok_or_else(|| format!("no record for {namespace} {key} ({})", looked_for(key)))
+    search(namespace, key, "record", |key| {
+        block_on(store.as_dyn_store().read(RecordId { namespace, key })).map_err(|e| e.to_string())
+    })?
+    .ok_or_else(|| format!("no record for {namespace} {key} ({})", looked_for(key)))
 }
 
 /// Where [`search`] looked for `key`, for a message that says nothing was there.

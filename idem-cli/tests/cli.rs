@@ -6,7 +6,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, Token};
+use idem_runtime::store::{
+    Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, Token, block_on,
+};
 use postgres::{pg_url, sql, sql_strings};
 
 #[path = "cli/approvals.rs"]
@@ -47,7 +49,7 @@ fn text(output: &Output) -> String {
 
 fn reserve(store: &SqliteStore, key: &str, lease: Duration) -> Token {
     let id = RecordId { namespace: "shop::pay", key };
-    match store.reserve(Reserve { id, request: r#"{"amount":10}"#, lease }).unwrap() {
+    match block_on(store.reserve(Reserve { id, request: r#"{"amount":10}"#, lease })).unwrap() {
         Reservation::Acquired { token } => token,
         other => panic!("{other:?}"),
     }
@@ -60,7 +62,7 @@ fn store_with_records() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) 
     let store = SqliteStore::open(&db).unwrap();
     let done = reserve(&store, "pay:1", Duration::from_secs(600));
     let id = RecordId { namespace: "shop::pay", key: "pay:1" };
-    store.complete(id, done, Completion::Success("\"paid\""), Duration::from_secs(600)).unwrap();
+    block_on(store.complete(id, done, Completion::Success("\"paid\""), Duration::from_secs(600))).unwrap();
     reserve(&store, "pay:2", Duration::from_secs(600));
     reserve(&store, "pay:3", Duration::ZERO);
     (dir, db, store)
@@ -160,8 +162,9 @@ fn show_prints_the_progress_of_a_running_call() {
     assert!(quiet.contains("lease end: ") && !quiet.contains("\nprogress:"), "{quiet}");
 
     let id = RecordId { namespace: "shop::pay", key: "pay:2" };
-    let Some(Record { token, .. }) = store.read(id).unwrap() else { panic!("pay:2 is reserved") };
-    let renew = |progress| store.renew(Renew { id, token, lease: Duration::from_secs(600), progress }).unwrap();
+    let Some(Record { token, .. }) = block_on(store.read(id)).unwrap() else { panic!("pay:2 is reserved") };
+    let renew =
+        |progress| block_on(store.renew(Renew { id, token, lease: Duration::from_secs(600), progress })).unwrap();
     renew(Some("charging card 2/3"));
     let shown = text(&idem(&db, &["show", "shop::pay", "pay:2"], ""));
     let lines: Vec<&str> = shown.lines().collect();
@@ -184,11 +187,14 @@ fn resolve_done_asks_first_and_records_the_result() {
     let declined = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", r#"{"id":"ch_1"}"#], "n\n");
     assert!(!declined.status.success());
     assert!(text(&declined).contains("nothing changed"));
-    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }));
+    assert!(matches!(block_on(store.read(id)).unwrap().unwrap().state, RecordState::InProgress { .. }));
 
     let accepted = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", r#"{"id":"ch_1"}"#], "y\n");
     assert!(accepted.status.success(), "{}", text(&accepted));
-    assert_eq!(store.read(id).unwrap().unwrap().state, RecordState::Completed { result: r#"{"id":"ch_1"}"#.into() });
+    assert_eq!(
+        block_on(store.read(id)).unwrap().unwrap().state,
+        RecordState::Completed { result: r#"{"id":"ch_1"}"#.into() }
+    );
 }
 
 /// A key whose lease is live may belong to a call still running: releasing or resolving
@@ -197,7 +203,7 @@ fn resolve_done_asks_first_and_records_the_result() {
 fn resolving_a_live_lease_needs_force() {
     let (_dir, db, store) = store_with_records();
     let id = RecordId { namespace: "shop::pay", key: "pay:2" };
-    let before = store.read(id).unwrap();
+    let before = block_on(store.read(id)).unwrap();
     for args in [
         &["resolve", "shop::pay", "pay:2", "--release", "--yes"][..],
         &["resolve", "shop::pay", "pay:2", "--done", "1", "--yes"],
@@ -207,7 +213,7 @@ fn resolving_a_live_lease_needs_force() {
         assert!(text(&refused).contains("lease is live") && text(&refused).contains("--force"), "{}", text(&refused));
         assert!(text(&refused).contains("state:     in_progress"), "what was there is shown: {}", text(&refused));
     }
-    assert_eq!(store.read(id).unwrap(), before, "nothing changed");
+    assert_eq!(block_on(store.read(id)).unwrap(), before, "nothing changed");
 }
 
 #[test]
@@ -215,7 +221,7 @@ fn resolve_release_with_yes_frees_the_key() {
     let (_dir, db, store) = store_with_records();
     let released = idem(&db, &["resolve", "shop::pay", "pay:2", "--release", "--force", "--yes"], "");
     assert!(released.status.success(), "{}", text(&released));
-    assert_eq!(store.read(RecordId { namespace: "shop::pay", key: "pay:2" }).unwrap(), None);
+    assert_eq!(block_on(store.read(RecordId { namespace: "shop::pay", key: "pay:2" })).unwrap(), None);
     let settled = idem(&db, &["resolve", "shop::pay", "pay:1", "--release", "--yes"], "");
     assert!(!settled.status.success(), "a completed key is not stuck");
     assert!(text(&settled).contains("no longer in progress"), "{}", text(&settled));
@@ -236,7 +242,7 @@ fn bad_input_is_refused_with_usage_and_changes_nothing() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
         assert!(text(&output).contains("error:") && text(&output).contains("--help"), "{args:?}: {}", text(&output));
     }
-    assert!(store.read(RecordId { namespace: "shop::pay", key: "pay:3" }).unwrap().is_some());
+    assert!(block_on(store.read(RecordId { namespace: "shop::pay", key: "pay:3" })).unwrap().is_some());
 }
 
 /// A store that is not there is an error naming the path, and nothing is created: a typo
@@ -267,11 +273,12 @@ fn a_missing_store_is_an_error_and_nothing_is_created() {
 fn completed_and_abandoned(store: &SqliteStore, namespace: &str, (done, stored): (&str, &str), abandoned: &str) {
     for (key, lease) in [(done, Duration::from_secs(600)), (abandoned, Duration::ZERO)] {
         let id = RecordId { namespace, key };
-        let Reservation::Acquired { token } = store.reserve(Reserve { id, request: "{}", lease }).unwrap() else {
+        let Reservation::Acquired { token } = block_on(store.reserve(Reserve { id, request: "{}", lease })).unwrap()
+        else {
             panic!()
         };
         if key == done {
-            store.complete(id, token, Completion::Success(stored), Duration::from_secs(600)).unwrap();
+            block_on(store.complete(id, token, Completion::Success(stored), Duration::from_secs(600))).unwrap();
         }
     }
 }
@@ -288,11 +295,16 @@ fn resolve_done_keeps_an_rmcp_tools_result_shape() {
     assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
     assert!(text(&plain).contains("--rmcp"), "{}", text(&plain));
     let id = RecordId { namespace, key: "invoice:2" };
-    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }), "nothing changed");
+    assert!(
+        matches!(block_on(store.read(id)).unwrap().unwrap().state, RecordState::InProgress { .. }),
+        "nothing changed"
+    );
     let wrapped =
         idem(&db, &["resolve", namespace, "invoice:2", "--done", r#"{"invoice":"inv_2"}"#, "--rmcp", "--yes"], "");
     assert!(wrapped.status.success(), "{}", text(&wrapped));
-    let RecordState::Completed { result } = store.read(id).unwrap().unwrap().state else { panic!("completed") };
+    let RecordState::Completed { result } = block_on(store.read(id)).unwrap().unwrap().state else {
+        panic!("completed")
+    };
     let result: serde_json::Value = serde_json::from_str(&result).unwrap();
     assert_eq!(result["structuredContent"]["invoice"], "inv_2");
     assert_eq!(result["content"][0]["type"], "text");
@@ -310,11 +322,16 @@ fn resolve_done_keeps_an_http_layers_response_shape() {
     assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
     assert!(text(&plain).contains("stores HTTP responses"), "{}", text(&plain));
     let id = RecordId { namespace, key: "key-2" };
-    assert!(matches!(store.read(id).unwrap().unwrap().state, RecordState::InProgress { .. }), "nothing changed");
+    assert!(
+        matches!(block_on(store.read(id)).unwrap().unwrap().state, RecordState::InProgress { .. }),
+        "nothing changed"
+    );
     let response = r#"{"status":201,"body":"{\"id\":\"inv_2\"}"}"#;
     let done = idem(&db, &["resolve", namespace, "key-2", "--done", response, "--yes"], "");
     assert!(done.status.success(), "{}", text(&done));
-    let RecordState::Completed { result } = store.read(id).unwrap().unwrap().state else { panic!("completed") };
+    let RecordState::Completed { result } = block_on(store.read(id)).unwrap().unwrap().state else {
+        panic!("completed")
+    };
     assert_eq!(serde_json::from_str::<serde_json::Value>(&result).unwrap()["status"], 201);
 }
 
@@ -327,7 +344,7 @@ fn reopen_undoes_a_wrong_resolve() {
     let reopened = idem(&db, &["reopen", "shop::pay", "pay:1", "--yes"], "");
     assert!(reopened.status.success(), "{}", text(&reopened));
     assert!(text(&reopened).contains("result:    \"paid\""), "what was there is shown: {}", text(&reopened));
-    let record = store.read(id).unwrap().unwrap();
+    let record = block_on(store.read(id)).unwrap().unwrap();
     assert!(matches!(record.state, RecordState::InProgress { lease_expired: true, .. }), "{record:?}");
     let running = idem(&db, &["reopen", "shop::pay", "pay:2", "--yes"], "");
     assert_eq!(running.status.code(), Some(1));
@@ -341,10 +358,10 @@ fn purge_removes_records_past_retention() {
     let store = SqliteStore::open(&db).unwrap();
     let token = reserve(&store, "old", Duration::from_secs(600));
     let id = RecordId { namespace: "shop::pay", key: "old" };
-    store.complete(id, token, Completion::Success("1"), Duration::ZERO).unwrap();
+    block_on(store.complete(id, token, Completion::Success("1"), Duration::ZERO)).unwrap();
     let purged = text(&idem(&db, &["purge"], ""));
     assert!(purged.contains("purged 1 record(s)"), "{purged}");
-    assert_eq!(store.read(id).unwrap(), None);
+    assert_eq!(block_on(store.read(id)).unwrap(), None);
 }
 
 /// Without `--db` and `IDEM_DB`, the command reads the tools' default store, in the user's
@@ -358,7 +375,7 @@ fn without_db_the_command_reads_the_tools_default_store() {
     let store = SqliteStore::open(&default).unwrap();
     let token = reserve(&store, "pay:7", Duration::from_secs(600));
     let id = RecordId { namespace: "shop::pay", key: "pay:7" };
-    store.complete(id, token, Completion::Success(r#"{"charge":"ch_7"}"#), Duration::from_secs(600)).unwrap();
+    block_on(store.complete(id, token, Completion::Success(r#"{"charge":"ch_7"}"#), Duration::from_secs(600))).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("list")
         .current_dir(&cwd)
@@ -395,7 +412,7 @@ fn postgres_stores_are_read_and_never_created() {
     let schemas = format!("SELECT nspname::text FROM pg_namespace WHERE nspname = '{schema}'");
     assert!(sql_strings(&url, &schemas).is_empty(), "the command created nothing");
     let id = RecordId { namespace: "shop::pay", key: "pay:9" };
-    let reserved = Store::reserve(&store, Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO });
+    let reserved = block_on(store.reserve(Reserve { id, request: r#"{"amount":9}"#, lease: Duration::ZERO }));
     assert!(matches!(reserved, Ok(Reservation::Acquired { .. })), "{reserved:?}");
 
     let listed = pg(&["list", "--state", "abandoned", "--json"]);
@@ -406,7 +423,7 @@ fn postgres_stores_are_read_and_never_created() {
     assert!(counted.contains("abandoned") && counted.contains("shop::pay"), "{counted}");
     let resolved = pg(&["resolve", "shop::pay", "pay:9", "--done", r#"{"charge":"ch_9"}"#, "--yes"]);
     assert!(resolved.status.success(), "{}", text(&resolved));
-    let record = Store::read(&store, id).unwrap().unwrap();
+    let record = block_on(store.read(id)).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: r#"{"charge":"ch_9"}"#.into() });
     sql(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

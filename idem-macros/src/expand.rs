@@ -29,7 +29,8 @@
 //!         &[::idem::__private::key_part(&customer), ::idem::__private::key_part(&period)],
 //!         [::idem::__private::compared(&amount)],
 //!     );
-//!     ::idem::__private::run_async(call, &::idem::__private::DefaultStore, async move { BODY }).await
+//!     ::idem::__private::run_async(call, &::idem::__private::DefaultStore, ::idem::__private::Uncharged,
+//!         async move { BODY }, ::idem::__private::NoReconcile, ::idem::__private::Release).await
 //! }
 //! ```
 //!
@@ -66,6 +67,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let ret = return_type(item);
     let is_async = item.sig.asyncness.is_some();
     let store = store_expr(plan);
+    let reserving = reserving(plan);
     let key_parts = key_parts(plan);
     let compared = plan.compare.iter().map(|field| {
         let (root, rest) = (field.root(), &field.segments[1..]);
@@ -80,14 +82,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let own_timeout = plan.timeout_ms.filter(|_| !serves_tasks(plan, item));
     let run = match (is_async, own_timeout) {
         (true, Some(ms)) => quote_spanned!(ret.span()=>
-            #at_ret::__private::run_async_timeout(#call, #store, async move #block, #hook, #policy,
+            #at_ret::__private::run_async_timeout(#call, #store, #reserving, async move #block, #hook, #policy,
                 ::core::time::Duration::from_millis(#ms)).await
         ),
         (true, None) => {
-            quote_spanned!(ret.span()=> #at_ret::__private::run_async(#call, #store, async move #block, #hook, #policy).await)
+            quote_spanned!(ret.span()=> #at_ret::__private::run_async(#call, #store, #reserving, async move #block, #hook, #policy).await)
         }
         (false, _) => quote_spanned!(ret.span()=>
-            #at_ret::__private::run_sync(#call, #store, move || -> #ret #block, #hook, #policy)
+            #at_ret::__private::run_sync(#call, #store, #reserving, move || -> #ret #block, #hook, #policy)
         ),
     };
     // One check of the return type, where the user wrote it: rustc then reports an unfit
@@ -305,6 +307,18 @@ fn store_expr(plan: &Plan) -> TokenStream {
         Some(store) => quote_spanned!(store.span()=> &(#store)),
         None => quote!(&#krate::__private::DefaultStore),
     }
+}
+
+/// How the call reserves its key: `Charged` (through the store's budgets) for a tool with
+/// `budget = ...`, `Uncharged` otherwise. Spanned at the `store = ...` expression, so that a
+/// store that keeps no budgets is reported there, in the words of
+/// `idem::store::BudgetStore`'s diagnostic (and a value that is no store at all once, with
+/// the store's own bound).
+fn reserving(plan: &Plan) -> TokenStream {
+    let marker = if plan.budget.is_some() { "Charged" } else { "Uncharged" };
+    let span = plan.store.as_ref().map_or_else(Span::call_site, |store| store.span());
+    let (at, marker) = (krate_at(plan, span), Ident::new(marker, span));
+    quote_spanned!(span=> #at::__private::#marker)
 }
 
 /// The facade's path with every token at `span`. Inside `quote_spanned!` the path must

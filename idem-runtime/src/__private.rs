@@ -3,9 +3,9 @@
 pub use crate::__idem_instruments as instruments;
 pub use crate::approval::DEFAULT_APPROVAL_TTL;
 pub use crate::call::{
-    ApprovalPolicy, AsyncAnswer, BudgetPolicy, Call, Claim, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile,
-    Release, Serving, SyncAnswer, TimeoutNeedsTokio, Tool, keep, reconcile_async, reconcile_sync, run_async,
-    run_async_timeout, run_sync,
+    ApprovalPolicy, AsyncAnswer, BudgetPolicy, Call, Charged, Claim, ErrorPolicy, Keep, KeptError, NoReconcile,
+    Reconcile, Release, Reserving, Serving, SyncAnswer, TimeoutNeedsTokio, Tool, Uncharged, keep, reconcile_async,
+    reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
 pub use crate::default_store::DefaultStore;

@@ -64,10 +64,11 @@
 //!   window. In code: [`Admin::budgets`](crate::store::Admin::budgets) and
 //!   [`Admin::adjust_budget`](crate::store::Admin::adjust_budget). Windows are kept 7 days
 //!   after they end ([`Store::purge`](crate::store::Store::purge) removes older ones).
-//! - **Stores.** The memory, SQLite, PostgreSQL and Redis stores keep budgets. A store of your own
-//!   keeps none unless it implements [`Store::reserve_charged`](crate::store::Store::reserve_charged)
-//!   (and passes [`check_budgets`](crate::testing::conformance::check_budgets)); until
-//!   then a tool with a budget on it answers `STORE_UNAVAILABLE` and never runs its body.
+//! - **Stores.** The memory, SQLite, PostgreSQL and Redis stores keep budgets. A store of your
+//!   own keeps none unless it implements [`BudgetStore`](crate::store::BudgetStore) (and
+//!   passes [`check_budgets`](crate::testing::conformance::check_budgets)): `budget = ...`
+//!   with `store = ...` naming one that does not is a compile error at the `store = ...`,
+//!   saying that the store keeps no budgets and which stores do.
 //! - **Cost.** A tool without a budget runs exactly as before. A budget adds one row's
 //!   read and write to a first call's reservation (see BENCHMARKS.md).
 //!

@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::store::budget::Charge;
 use crate::store::{
-    Completion, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, Record, RecordId, Renew, Reservation, Reserve, SqliteStore,
-    Store, StoreError, Token,
+    BudgetStore, Completion, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE, Record, RecordId, Renew, Reservation, Reserve,
+    SqliteStore, Store, StoreError, Token,
 };
 
 mod private;
@@ -174,51 +175,51 @@ fn user_data_dir() -> Result<PathBuf, StoreError> {
     })
 }
 
-/// The store a tool uses when its attribute names none: [`default_store`].
+/// The store a tool uses when its attribute names none: [`default_store`], opened on first
+/// use; a failure to open is each operation's error, and the next call tries again.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultStore;
+
 impl Store for DefaultStore {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        default_store()?.reserve(request)
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        default_store()?.reserve(request).await
     }
-    fn reserve_charged(
-        &self,
-        request: Reserve<'_>,
-        charge: crate::store::budget::Charge<'_>,
-    ) -> Result<Reservation, StoreError> {
-        default_store()?.reserve_charged(request, charge)
+    async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        default_store()?.take_over(id, expired, lease).await
     }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        default_store()?.take_over(id, expired, lease)
+    async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        default_store()?.renew(renewal).await
     }
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
-        default_store()?.renew(renewal)
-    }
-    fn complete(
+    async fn complete(
         &self,
         id: RecordId<'_>,
         token: Token,
         completion: Completion<'_>,
         retain: Duration,
     ) -> Result<(), StoreError> {
-        default_store()?.complete(id, token, completion, retain)
+        default_store()?.complete(id, token, completion, retain).await
     }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        default_store()?.release(id, token)
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        default_store()?.release(id, token).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        default_store()?.abandon(id, token)
+    async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        default_store()?.abandon(id, token).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        default_store()?.read(id)
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        default_store()?.read(id).await
     }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        default_store()?.purge(limit)
+    async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        default_store()?.purge(limit).await
     }
 }
 
-crate::store::async_store_from_sync!(DefaultStore);
+/// The default store is an SQLite store, which keeps budgets.
+impl BudgetStore for DefaultStore {
+    async fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        default_store()?.reserve_charged(request, charge).await
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use crate::call::Tool;
 use crate::call::answers::{running, store_failed};
 use crate::error::{Error, ErrorCode};
 use crate::key::{Key, KeyPart};
-use crate::store::{AsyncStore, Record, RecordId, RecordState, Store, StoreError};
+use crate::store::{Record, RecordId, RecordState, Store, StoreError};
 
 /// Where a tool's action for one key stands, as `<tool>_status` reports it.
 ///
@@ -144,7 +144,8 @@ impl<T: Serialize> Serialize for Status<T> {
     }
 }
 
-/// Reads the status of a sync tool's key. Never reserves.
+/// Reads the status of a sync tool's key, waiting for the store on this thread. Never
+/// reserves.
 #[doc(hidden)]
 pub fn status_sync<S, T>(tool: &'static Tool, store: &S, key_parts: &[&dyn KeyPart]) -> Result<Status<T>, Error>
 where
@@ -153,8 +154,7 @@ where
 {
     crate::call::claim(tool)?;
     let key = tool.key(tool.status_fn, key_parts)?;
-    let view = crate::store::FromSync(store);
-    crate::store::ready_now(std::pin::pin!(read_status(tool, &key, &view)))
+    crate::store::block_on(read_status(tool, &key, store))
 }
 
 /// The record id of a tool's key, for `<tool>_record_id`.
@@ -174,7 +174,7 @@ pub fn status_async<'s, S, T>(
     key_parts: &[&dyn KeyPart],
 ) -> impl Future<Output = Result<Status<T>, Error>> + Send + 's
 where
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
     T: DeserializeOwned,
 {
     let key = crate::call::claim(tool).and_then(|()| tool.key(tool.status_fn, key_parts));
@@ -185,7 +185,7 @@ where
 /// no record, where its approval stands.
 async fn read_status<S, T>(tool: &Tool, key: &Key, store: &S) -> Result<Status<T>, Error>
 where
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
     T: DeserializeOwned,
 {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };

@@ -16,30 +16,30 @@ struct FailingCompletions {
 }
 
 impl Store for FailingCompletions {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        self.inner.reserve(request)
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        self.inner.reserve(request).await
     }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        self.inner.take_over(id, expired, lease)
+    async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        self.inner.take_over(id, expired, lease).await
     }
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
-        self.inner.renew(renewal)
+    async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        self.inner.renew(renewal).await
     }
-    fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
+    async fn complete(&self, _: RecordId<'_>, _: Token, _: Completion<'_>, _: Duration) -> Result<(), StoreError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         Err((self.failure)())
     }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        self.inner.release(id, token)
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.inner.release(id, token).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        self.inner.abandon(id, token)
+    async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.inner.abandon(id, token).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        self.inner.read(id)
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        self.inner.read(id).await
     }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        self.inner.purge(limit)
+    async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        self.inner.purge(limit).await
     }
 }
 

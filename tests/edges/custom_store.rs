@@ -1,16 +1,16 @@
-//! A store of your own: implement the sync `Store` once, wrap it in `FromSync`, and one
-//! value serves sync and async tools, with no `AsyncStore` methods to write.
+//! A store of your own: implement `Store` once, with `async fn`s, and one value serves sync
+//! and async tools.
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use idem::store::Store;
-use idem::store::{Completion, FromSync, Record, RecordId, Renew, Reservation, Reserve, StoreError, Token};
+use idem::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, StoreError, Token};
 use idem::telemetry::Outcome;
 use idem::{MemoryStore, idempotent};
 
-/// A sync store that counts its reservations, over a `MemoryStore`.
+/// A store that counts its reservations and renewals, over a `MemoryStore`.
 #[derive(Default)]
 struct CountingStore {
     records: MemoryStore,
@@ -19,41 +19,41 @@ struct CountingStore {
 }
 
 impl Store for CountingStore {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
         self.reserves.fetch_add(1, Ordering::SeqCst);
-        Store::reserve(&self.records, request)
+        self.records.reserve(request).await
     }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        Store::take_over(&self.records, id, expired, lease)
+    async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        self.records.take_over(id, expired, lease).await
     }
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+    async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
         self.renewals.fetch_add(1, Ordering::SeqCst);
-        Store::renew(&self.records, renewal)
+        self.records.renew(renewal).await
     }
-    fn complete(
+    async fn complete(
         &self,
         id: RecordId<'_>,
         token: Token,
         done: Completion<'_>,
         retain: Duration,
     ) -> Result<(), StoreError> {
-        Store::complete(&self.records, id, token, done, retain)
+        self.records.complete(id, token, done, retain).await
     }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        Store::release(&self.records, id, token)
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.records.release(id, token).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        Store::abandon(&self.records, id, token)
+    async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.records.abandon(id, token).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        Store::read(&self.records, id)
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        self.records.read(id).await
     }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        Store::purge(&self.records, limit)
+    async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        self.records.purge(limit).await
     }
 }
 
-static STORE: LazyLock<FromSync<CountingStore>> = LazyLock::new(FromSync::default);
+static STORE: LazyLock<CountingStore> = LazyLock::new(CountingStore::default);
 static SENT: AtomicUsize = AtomicUsize::new(0);
 
 #[idempotent(key = "mail:<to>", namespace = "custom-store.mail", store = *STORE)]
@@ -69,7 +69,7 @@ fn send_mail_sync(to: String) -> Result<String, idem::Error> {
 }
 
 #[test]
-fn a_sync_store_wrapped_in_from_sync_serves_async_and_sync_tools() {
+fn a_store_implemented_once_serves_async_and_sync_tools() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     runtime.block_on(async {
         assert_eq!(send_mail("ann".into()).await.unwrap(), "sent to ann");
@@ -79,14 +79,14 @@ fn a_sync_store_wrapped_in_from_sync_serves_async_and_sync_tools() {
     let (again, calls) = idem::telemetry::observe(|| send_mail_sync("ann".into()));
     assert_eq!((again.unwrap(), calls[0].outcome), ("sent to ann".to_owned(), Outcome::Replayed));
     assert_eq!(SENT.load(Ordering::SeqCst), 1, "one effect");
-    assert_eq!(STORE.0.reserves.load(Ordering::SeqCst), 3, "every call went through the custom store");
+    assert_eq!(STORE.reserves.load(Ordering::SeqCst), 3, "every call went through the custom store");
 }
 
 #[idempotent(key = "mail:<to>", namespace = "custom-store.slow-mail", lease = "300ms", store = *STORE)]
 fn send_mail_slowly(to: String, until_renewals: usize) -> Result<String, idem::Error> {
     // Runs until the store has seen that many renewals of its lease (or gives up).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while STORE.0.renewals.load(Ordering::SeqCst) < until_renewals && std::time::Instant::now() < deadline {
+    while STORE.renewals.load(Ordering::SeqCst) < until_renewals && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(format!("sent to {to}"))
@@ -96,7 +96,7 @@ fn send_mail_slowly(to: String, until_renewals: usize) -> Result<String, idem::E
 /// through the store, many fast calls write no renewal, and a slow one does.
 #[test]
 fn a_fast_body_writes_no_renewal_and_a_slow_one_does() {
-    static FAST: LazyLock<FromSync<CountingStore>> = LazyLock::new(FromSync::default);
+    static FAST: LazyLock<CountingStore> = LazyLock::new(CountingStore::default);
     #[idempotent(key = "mail:<to>", namespace = "custom-store.fast-mail", store = *FAST)]
     fn send_fast(to: String) -> Result<String, idem::Error> {
         Ok(to)
@@ -110,9 +110,9 @@ fn a_fast_body_writes_no_renewal_and_a_slow_one_does() {
         send_fast(format!("user{i}")).unwrap();
         runtime.block_on(send_fast_async(format!("user{i}"))).unwrap();
     }
-    assert_eq!(FAST.0.reserves.load(Ordering::SeqCst), 1000);
-    assert_eq!(FAST.0.renewals.load(Ordering::SeqCst), 0, "no fast call renewed its lease");
-    let before = STORE.0.renewals.load(Ordering::SeqCst);
+    assert_eq!(FAST.reserves.load(Ordering::SeqCst), 1000);
+    assert_eq!(FAST.renewals.load(Ordering::SeqCst), 0, "no fast call renewed its lease");
+    let before = STORE.renewals.load(Ordering::SeqCst);
     assert_eq!(send_mail_slowly("bo".into(), before + 2).unwrap(), "sent to bo");
-    assert!(STORE.0.renewals.load(Ordering::SeqCst) >= before + 2, "the slow call renewed its lease through the store");
+    assert!(STORE.renewals.load(Ordering::SeqCst) >= before + 2, "the slow call renewed its lease through the store");
 }

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, LazyLock};
 
+use idem::store::block_on;
 use idem::{ErrorCode, MemoryStore, Status, idempotent};
 
 static STORE: LazyLock<MemoryStore> = LazyLock::new(MemoryStore::new);
@@ -165,9 +166,9 @@ fn a_tools_record_id_reads_its_record_through_the_store() {
 
     let id = records::notify_record_id("Record-User ".into()).unwrap();
     assert_eq!((id.namespace, id.key.as_str()), ("edges::namespaces::records::notify", "notify:record-user"));
-    assert_eq!(Store::read(&*STORE, id.as_record_id()).unwrap(), None);
+    assert_eq!(block_on(STORE.read(id.as_record_id())).unwrap(), None);
     records::notify("record-user".into()).unwrap();
-    let record = Store::read(&*STORE, id.as_record_id()).unwrap().expect("recorded");
+    let record = block_on(STORE.read(id.as_record_id())).unwrap().expect("recorded");
     assert!(matches!(record.state, RecordState::Completed { .. }), "{:?}", record.state);
     assert_eq!(sms::notify_record_id("record-user".into()).unwrap().namespace, "edges::namespaces::sms::notify");
     let empty = records::notify_record_id("  ".into()).unwrap_err();

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
+use idem::store::block_on;
 use idem::store::{RecordId, RecordState};
 use idem::{ErrorCode, MemoryStore, Reconciled, SqliteStore, Status, idempotent};
 
@@ -79,7 +80,7 @@ fn export<S: Store>(store: &S, report: String, gate: &Gate) -> Result<String, id
 }
 
 #[idempotent(key = "export:<report>", namespace = "slow-calls.export-async", lease = "1500ms", store = store)]
-async fn export_async<S: AsyncStore>(store: &S, report: String, gate: &Gate) -> Result<String, idem::Error> {
+async fn export_async<S: Store>(store: &S, report: String, gate: &Gate) -> Result<String, idem::Error> {
     gate.enter();
     gate.wait_async().await;
     Ok(format!("exported {report}"))
@@ -147,14 +148,14 @@ fn watch_three_leases(
 
 fn lease_end(store: &impl Store, namespace: &str) -> i64 {
     let id = RecordId { namespace, key: "export:q3" };
-    match Store::read(store, id).unwrap().map(|record| record.state) {
+    match block_on(store.read(id)).unwrap().map(|record| record.state) {
         Some(RecordState::InProgress { lease_until_ms, lease_expired: false, .. }) => lease_until_ms,
         other => panic!("{namespace}: the running call's record is live, not {other:?}"),
     }
 }
 
 /// One slow sync call and one slow async call on `store`, each watched for three leases.
-fn slow_calls_keep_their_keys<S: Store + AsyncStore>(name: &str, store: &S) {
+fn slow_calls_keep_their_keys<S: Store>(name: &str, store: &S) {
     let (gate, gate_async) = (Gate::default(), Gate::default());
     std::thread::scope(|scope| {
         let first = scope.spawn(|| export(store, "q3".into(), &gate));
@@ -247,7 +248,7 @@ fn a_process_killed_mid_body_is_taken_over_once_about_a_lease_later() {
     while !lines.next().expect("the child ended before its body started").unwrap().ends_with("STARTED") {}
     let store = SqliteStore::open(&path).unwrap();
     let id = RecordId { namespace: "slow-calls.crash", key: "crash:q3" };
-    let record = || Store::read(&store, id).unwrap().expect("the child's reservation");
+    let record = || block_on(store.read(id)).unwrap().expect("the child's reservation");
     let created_at_ms = record().created_at_ms;
     // The child renews while it runs: wait until its lease has moved past its first one.
     let renewed = loop {
@@ -356,7 +357,7 @@ fn a_body_past_its_max_hold_that_nobody_took_over_completes_normally() {
         let id = RecordId { namespace: "slow-calls.hung", key: "hung:q4" };
         // Wait until renewal stopped and the lease ended, without calling the tool.
         while !matches!(
-            Store::read(&store, id).unwrap().map(|r| r.state),
+            block_on(store.read(id)).unwrap().map(|r| r.state),
             Some(RecordState::InProgress { lease_expired: true, .. })
         ) {
             std::thread::sleep(Duration::from_millis(20));

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use idem::SqliteStore;
+use idem::store::block_on;
 use idem::store::{RecordId, Reservation, Reserve, Store};
 
 const PROCESSES: usize = 5;
@@ -39,7 +40,7 @@ fn sqlite_open_child() {
         assert_eq!(go.read_line(&mut line).unwrap(), 3, "the parent went away");
         let opened = SqliteStore::open(fresh_file(&dir, file)).and_then(|store| {
             let id = RecordId { namespace: NAMESPACE, key: &pid };
-            store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(3600) })
+            block_on(store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(3600) }))
         });
         match opened {
             Ok(Reservation::Acquired { .. }) => {}

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::postgres::{fresh_schema, test_url};
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
 use idem::{ErrorCode, MemoryStore, SqliteStore, Status, idempotent};
 use proptest::prelude::*;
 
@@ -37,7 +37,7 @@ struct Session<'a, S> {
     ledger: &'a Ledger,
 }
 
-impl<S: AsyncStore> Session<'_, S> {
+impl<S: Store> Session<'_, S> {
     #[idempotent(key = "invoice:<customer>:<period>", namespace = "tenants.invoice", scope = self.tenant, store = self.store)]
     async fn send_invoice(&self, customer: String, period: String) -> Result<String, idem::Error> {
         Ok(self.ledger.send(&self.tenant, &customer, &period))
@@ -52,7 +52,7 @@ fn refund<S: Store>(store: &S, tenant: &str, order: String, ledger: &Ledger) -> 
 
 /// Two tenants on one store: two effects for one business key, each replays its own, each
 /// status reads its own.
-async fn two_tenants_stay_apart<S: AsyncStore>(store: &S) {
+async fn two_tenants_stay_apart<S: Store>(store: &S) {
     let ledger = Ledger::default();
     let acme = Session { tenant: "acme".into(), store, ledger: &ledger };
     let beta = Session { tenant: "beta".into(), store, ledger: &ledger };
@@ -80,7 +80,7 @@ async fn two_tenants_stay_apart<S: AsyncStore>(store: &S) {
 #[test]
 fn tenants_on_sqlite_stay_apart() {
     let dir = tempfile::tempdir().unwrap();
-    let store = idem::store::FromSync(SqliteStore::open(dir.path().join("tenants.db")).unwrap());
+    let store = SqliteStore::open(dir.path().join("tenants.db")).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(two_tenants_stay_apart(&store));
 }

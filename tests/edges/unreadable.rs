@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::postgres::{fresh_schema, test_url};
 use idem::store::RecordId;
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
 use idem::testing::conformance::PlantRecord;
 use idem::{ErrorCode, MemoryStore, SqliteStore, idempotent};
 
@@ -18,20 +18,20 @@ const KEY: &str = "notify:u1";
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 #[idempotent(key = "notify:<user>", namespace = "unreadable.notify", store = store)]
-fn notify<S: Store + AsyncStore>(store: &S, user: String) -> Result<String, idem::Error> {
+fn notify<S: Store>(store: &S, user: String) -> Result<String, idem::Error> {
     RUNS.fetch_add(1, Ordering::SeqCst);
     Ok(format!("sent to {user}"))
 }
 
 #[idempotent(key = "notify:<user>", namespace = "unreadable.notify", store = store)]
-async fn notify_async<S: Store + AsyncStore>(store: &S, user: String) -> Result<String, idem::Error> {
+async fn notify_async<S: Store>(store: &S, user: String) -> Result<String, idem::Error> {
     RUNS.fetch_add(1, Ordering::SeqCst);
     Ok(format!("sent to {user}"))
 }
 
 /// Every way a user reaches the key answers RECORD_UNREADABLE, naming namespace and key,
 /// and the body never runs.
-fn assert_unreadable<S: Store + AsyncStore>(store: &S) {
+fn assert_unreadable<S: Store>(store: &S) {
     let before = RUNS.load(Ordering::SeqCst);
     let check = |what: &str, error: idem::Error| {
         assert_eq!(error.code(), ErrorCode::RecordUnreadable, "{what}: {error}");

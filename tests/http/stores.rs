@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use idem::SqliteStore;
 use idem::http::IdempotencyLayer;
-use idem::store::AsyncStore;
+use idem::store::Store;
 use tokio::sync::Barrier;
 
 use crate::broken_store::BrokenStore;
@@ -16,7 +16,7 @@ const INVOICE: &str = r#"{"customer":"acme","amount":120}"#;
 
 /// First request, replay, 422, a 5xx released, a 409 while running, a storm: one invoice
 /// per key, and a second process (another layer on the same store) sees the same records.
-async fn the_rules_hold_on<St: AsyncStore + Send + Sync + 'static>(store: Arc<St>) {
+async fn the_rules_hold_on<St: Store + 'static>(store: Arc<St>) {
     let (router, billing) = app(IdempotencyLayer::new(Arc::clone(&store)).namespace("billing"));
     let addr = serve(router).await;
     assert_eq!(post_invoice(addr, "a", INVOICE).await.status, 201);

@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use idem::http::IdempotencyLayer;
-use idem::store::AsyncStore;
+use idem::store::Store;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -92,7 +92,7 @@ async fn no_content(State(billing): State<Arc<Billing>>) -> StatusCode {
 }
 
 /// The service's routes behind `layer`.
-pub fn app<St: AsyncStore + Send + Sync + 'static>(layer: IdempotencyLayer<St>) -> (Router, Arc<Billing>) {
+pub fn app<St: Store + 'static>(layer: IdempotencyLayer<St>) -> (Router, Arc<Billing>) {
     let billing = Arc::new(Billing::default());
     let router = Router::new()
         .route("/v1/invoices", post(create_invoice).get(list_invoices).patch(create_invoice).put(create_invoice))

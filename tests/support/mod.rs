@@ -9,7 +9,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use idem::idempotent;
-use idem::store::{AsyncStore, Store};
+use idem::store::Store;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,7 +124,7 @@ impl<S> Billing<S> {
     }
 }
 
-impl<S: Store + AsyncStore> Billing<S> {
+impl<S: Store> Billing<S> {
     /// Create and send the invoice for one customer and billing period.
     #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store)]
     pub fn send_invoice(

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use idem::store::Store;
+use idem::store::{Store, block_on};
 use idem::{ErrorCode, idempotent};
 
 use super::postgres::pg_url;
@@ -93,7 +93,7 @@ fn an_operator_approves_and_declines_on_postgres() {
     let Some(url) = pg_url("approvals on PostgreSQL") else { return };
     let schema = format!("cli_approvals_{}", std::process::id());
     let shop = Shop { store: idem::PgStore::builder(&url).schema(&schema).build().unwrap() };
-    idem::store::Store::read(&shop.store, idem::store::RecordId { namespace: "x", key: "y" }).unwrap();
+    block_on(shop.store.read(idem::store::RecordId { namespace: "x", key: "y" })).unwrap();
     decides(&shop, Path::new(&url), &["--schema", &schema]);
     super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }

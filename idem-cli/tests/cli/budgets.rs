@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use idem::store::Store;
+use idem::store::{BudgetStore, Store, block_on};
 use idem::{Budget, ErrorCode, idempotent};
 
 use super::postgres::pg_url;
@@ -16,7 +16,7 @@ struct Shop<S> {
     tenant: String,
 }
 
-impl<S: Store> Shop<S> {
+impl<S: BudgetStore> Shop<S> {
     /// Refund an order.
     #[idempotent(key = "refund:<order>", compare = [amount], scope = self.tenant, budget = REFUNDS,
         namespace = "shop::refund", store = self.store)]
@@ -25,12 +25,12 @@ impl<S: Store> Shop<S> {
     }
 }
 
-fn refund<S: Store>(shop: &Shop<S>, order: &str) -> Result<u32, ErrorCode> {
+fn refund<S: BudgetStore>(shop: &Shop<S>, order: &str) -> Result<u32, ErrorCode> {
     shop.refund(order.into(), 10).map_err(|error| error.code())
 }
 
 /// The budget commands on the store at `db` (a file, or a URL with `--schema`).
-fn adjusts<S: Store>(shop: &Shop<S>, db: &Path, schema: &[&str]) {
+fn adjusts<S: BudgetStore>(shop: &Shop<S>, db: &Path, schema: &[&str]) {
     let run = |args: &[&str]| idem(db, &[schema, args].concat(), "");
     refund(shop, "o1").unwrap();
     refund(shop, "o2").unwrap();
@@ -119,7 +119,7 @@ fn an_operator_raises_and_resets_a_budget_on_postgres() {
     let Some(url) = pg_url("budgets on PostgreSQL") else { return };
     let schema = format!("cli_budgets_{}", std::process::id());
     let shop = Shop { store: idem::PgStore::builder(&url).schema(&schema).build().unwrap(), tenant: "acme".into() };
-    idem::store::Store::read(&shop.store, idem::store::RecordId { namespace: "x", key: "y" }).unwrap();
+    block_on(shop.store.read(idem::store::RecordId { namespace: "x", key: "y" })).unwrap();
     adjusts(&shop, Path::new(&url), &["--schema", &schema]);
     super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }

@@ -6,16 +6,18 @@
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Store};
+use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Store, block_on};
 
 use super::{idem, text};
 
 fn record(store: &SqliteStore, namespace: &str, key: &str, settled: bool) {
     let id = RecordId { namespace, key };
     let lease = if settled { Duration::from_secs(600) } else { Duration::ZERO };
-    let Ok(Reservation::Acquired { token }) = store.reserve(Reserve { id, request: "{}", lease }) else { panic!() };
+    let Ok(Reservation::Acquired { token }) = block_on(store.reserve(Reserve { id, request: "{}", lease })) else {
+        panic!()
+    };
     if settled {
-        store.complete(id, token, Completion::Success("\"done\""), Duration::from_secs(600)).unwrap();
+        block_on(store.complete(id, token, Completion::Success("\"done\""), Duration::from_secs(600))).unwrap();
     }
 }
 
@@ -43,10 +45,10 @@ fn a_key_typed_unescaped_finds_its_record_and_says_which_key_it_used() {
     record(&store, "http", "inv%3A2", false);
     let released = idem(&db, &["resolve", "http", "inv:2", "--release", "--yes"], "");
     assert!(released.status.success(), "{}", text(&released));
-    assert_eq!(store.read(RecordId { namespace: "http", key: "inv%3A2" }).unwrap(), None);
+    assert_eq!(block_on(store.read(RecordId { namespace: "http", key: "inv%3A2" })).unwrap(), None);
     let reopened = idem(&db, &["reopen", "http", "inv:1", "--yes"], "");
     assert!(reopened.status.success() && text(&reopened).contains("reopened: inv%3A1"), "{}", text(&reopened));
-    let record = store.read(RecordId { namespace: "http", key: "inv%3A1" }).unwrap().unwrap();
+    let record = block_on(store.read(RecordId { namespace: "http", key: "inv%3A1" })).unwrap().unwrap();
     assert!(matches!(record.state, RecordState::InProgress { lease_expired: true, .. }), "{record:?}");
 }
 
@@ -67,7 +69,7 @@ fn two_records_under_encodings_of_one_typed_key_are_named_not_chosen() {
         text(&refused)
     );
     for key in ["a%3Ab:c", "a:b%3Ac"] {
-        assert!(store.read(RecordId { namespace: "t", key }).unwrap().is_some(), "nothing changed");
+        assert!(block_on(store.read(RecordId { namespace: "t", key })).unwrap().is_some(), "nothing changed");
     }
     record(&store, "t", "a:b:c", true);
     let exact = idem(&db, &["show", "t", "a:b:c"], "");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use idem_runtime::SqliteStore;
-use idem_runtime::store::{Completion, RecordId, Reservation, Reserve, Store, Synchronous};
+use idem_runtime::store::{Completion, RecordId, Reservation, Reserve, Store, Synchronous, block_on};
 
 use super::{idem, text};
 
@@ -18,12 +18,12 @@ fn store_with(due: usize, kept: usize) -> (tempfile::TempDir, PathBuf, SqliteSto
         let key = format!("pay:{n}");
         let id = RecordId { namespace: "shop::pay", key: &key };
         let Ok(Reservation::Acquired { token }) =
-            store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(600) })
+            block_on(store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(600) }))
         else {
             panic!("{key} is new")
         };
         let retain = if n < due { Duration::ZERO } else { Duration::from_secs(600) };
-        store.complete(id, token, Completion::Success("1"), retain).unwrap();
+        block_on(store.complete(id, token, Completion::Success("1"), retain)).unwrap();
     }
     (dir, db, store)
 }

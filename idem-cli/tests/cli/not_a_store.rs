@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use idem_runtime::SqliteStore;
+use idem_runtime::store::{Store, block_on};
 use rusqlite::Connection;
 
 use super::{idem, text};
@@ -218,7 +219,7 @@ fn a_store_no_process_has_open_is_a_store() {
     let store = SqliteStore::open(&db).unwrap();
     let id = idem_runtime::store::RecordId { namespace: "shop::pay", key: "pay:1" };
     let reserve = idem_runtime::store::Reserve { id, request: "{}", lease: std::time::Duration::ZERO };
-    idem_runtime::store::Store::reserve(&store, reserve).unwrap();
+    block_on(store.reserve(reserve)).unwrap();
     drop(store);
     assert!(!dir.path().join("idem.db-wal").exists(), "the last connection removed its WAL");
     let listed = idem(&db, &["list", "--state", "abandoned"], "");
@@ -226,5 +227,5 @@ fn a_store_no_process_has_open_is_a_store() {
     let released = idem(&db, &["resolve", "shop::pay", "pay:1", "--release", "--yes"], "");
     assert!(released.status.success(), "{}", text(&released));
     let store = SqliteStore::open(&db).unwrap();
-    assert_eq!(idem_runtime::store::Store::read(&store, id).unwrap(), None);
+    assert_eq!(block_on(store.read(id)).unwrap(), None);
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use idem_runtime::RedisStore;
-use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Store};
+use idem_runtime::store::{Completion, RecordId, RecordState, Reservation, Reserve, Store, block_on};
 
 use super::{idem, text};
 
@@ -69,12 +69,12 @@ fn lists_shows_and_settles_keys_on_redis() {
     let prefix = fresh_prefix();
     let store = RedisStore::builder(&url).prefix(&prefix).build().unwrap();
     let id = |key| RecordId { namespace: "shop::pay", key };
-    let reserve = |key| match store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO }) {
+    let reserve = |key| match block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO })) {
         Ok(Reservation::Acquired { token }) => token,
         other => panic!("{other:?}"),
     };
     let done = reserve("pay:1");
-    store.complete(id("pay:1"), done, Completion::Success("1"), Duration::from_secs(3600)).unwrap();
+    block_on(store.complete(id("pay:1"), done, Completion::Success("1"), Duration::from_secs(3600))).unwrap();
     reserve("pay:2");
     let db = Path::new(&url);
     let run = |args: &[&str]| idem(db, &[&["--prefix", prefix.as_str()], args].concat(), "");
@@ -89,13 +89,13 @@ fn lists_shows_and_settles_keys_on_redis() {
 
     let resolved = run(&["resolve", "shop::pay", "pay:2", "--done", "2", "--yes"]);
     assert!(resolved.status.success(), "{}", text(&resolved));
-    let record = store.read(id("pay:2")).unwrap().unwrap();
+    let record = block_on(store.read(id("pay:2"))).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: "2".into() });
     let reopened = run(&["reopen", "shop::pay", "pay:2", "--yes"]);
     assert!(reopened.status.success(), "{}", text(&reopened));
     let released = run(&["resolve", "shop::pay", "pay:2", "--release", "--yes"]);
     assert!(released.status.success(), "{}", text(&released));
-    assert_eq!(store.read(id("pay:2")).unwrap(), None);
+    assert_eq!(block_on(store.read(id("pay:2"))).unwrap(), None);
 }
 
 /// A prefix no tool wrote (a typo, another database number) is refused: the command

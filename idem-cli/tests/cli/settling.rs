@@ -2,7 +2,7 @@
 //! MCP tool results), from an argument, standard input or a file; `--json` only where the
 //! command prints JSON.
 
-use idem_runtime::store::{RecordId, RecordState, Store};
+use idem_runtime::store::{RecordId, RecordState, Store, block_on};
 
 use super::{completed_and_abandoned, idem, store_with_records, text};
 
@@ -21,7 +21,7 @@ fn resolve_done_rmcp_is_refused_where_the_tool_stores_no_tool_results() {
         let refused = idem(&db, &["resolve", namespace, key, "--done", r#"{"id":"ch_3"}"#, "--rmcp", "--yes"], "");
         assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
         assert!(text(&refused).contains(why) && text(&refused).contains("--rmcp"), "{}", text(&refused));
-        let record = store.read(RecordId { namespace, key }).unwrap().unwrap();
+        let record = block_on(store.read(RecordId { namespace, key })).unwrap().unwrap();
         assert!(matches!(record.state, RecordState::InProgress { .. }), "nothing changed: {record:?}");
     }
     let plain = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", r#"{"id":"ch_3"}"#, "--yes"], "");
@@ -42,13 +42,13 @@ fn resolve_done_reads_standard_input_or_a_file() {
     let from_file = idem(&db, &["resolve", "http", "key-2", "--done", &format!("@{}", file.display()), "--yes"], "");
     assert!(from_file.status.success(), "{}", text(&from_file));
     let id = RecordId { namespace: "http", key: "key-2" };
-    assert_eq!(store.read(id).unwrap().unwrap().state, RecordState::Completed { result: response.clone() });
+    assert_eq!(block_on(store.read(id)).unwrap().unwrap().state, RecordState::Completed { result: response.clone() });
 
     completed_and_abandoned(&store, "http", ("key-3", &stored), "key-4");
     let from_stdin = idem(&db, &["resolve", "http", "key-4", "--done", "-", "--yes"], &response);
     assert!(from_stdin.status.success(), "{}", text(&from_stdin));
     let id = RecordId { namespace: "http", key: "key-4" };
-    assert_eq!(store.read(id).unwrap().unwrap().state, RecordState::Completed { result: response });
+    assert_eq!(block_on(store.read(id)).unwrap().unwrap().state, RecordState::Completed { result: response });
 }
 
 /// Without --yes, `--done -` is a usage error (stdin holds the result, so nobody can be
@@ -57,7 +57,7 @@ fn resolve_done_reads_standard_input_or_a_file() {
 fn resolve_done_from_a_bad_source_changes_nothing() {
     let (dir, db, store) = store_with_records();
     let id = RecordId { namespace: "shop::pay", key: "pay:3" };
-    let before = store.read(id).unwrap();
+    let before = block_on(store.read(id)).unwrap();
     let asked = idem(&db, &["resolve", "shop::pay", "pay:3", "--done", "-"], "{}");
     assert_eq!(asked.status.code(), Some(2), "{}", text(&asked));
     assert!(text(&asked).contains("--yes"), "{}", text(&asked));
@@ -73,7 +73,7 @@ fn resolve_done_from_a_bad_source_changes_nothing() {
         assert!(text(&output).contains(why) && text(&output).contains("nothing changed"), "{}", text(&output));
         assert!(output.stdout.is_empty(), "read before the record is shown: {}", text(&output));
     }
-    assert_eq!(store.read(id).unwrap(), before);
+    assert_eq!(block_on(store.read(id)).unwrap(), before);
 }
 
 /// `--json` where the command prints JSON, and a usage error where it does not.
@@ -88,9 +88,12 @@ fn json_applies_to_list_count_show_and_purge_only() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
         assert!(text(&output).contains("--json does not apply to"), "{}", text(&output));
     }
-    assert!(store.read(RecordId { namespace: "shop::pay", key: "pay:3" }).unwrap().is_some(), "nothing changed");
+    assert!(
+        block_on(store.read(RecordId { namespace: "shop::pay", key: "pay:3" })).unwrap().is_some(),
+        "nothing changed"
+    );
     assert!(matches!(
-        store.read(RecordId { namespace: "shop::pay", key: "pay:1" }).unwrap().unwrap().state,
+        block_on(store.read(RecordId { namespace: "shop::pay", key: "pay:1" })).unwrap().unwrap().state,
         RecordState::Completed { .. }
     ));
     for args in

@@ -4,9 +4,9 @@
 //! answers is the table under *Approvals* in the crate's docs; this module says the rest.
 //!
 //! **Deciding.** In code, on any store: [`approve`], [`decline`], [`reopen`], [`state`] and
-//! [`pending`] (and [`blocking`] for sync code and a [`Store`](crate::store::Store)). The
-//! `idem` command does the same for operators (`idem approvals`, `idem approve`, `idem
-//! decline`, `idem reopen NS KEY --by NAME`); an rmcp server asks its user in band (see
+//! [`pending`] (and [`blocking`] for sync code). The `idem` command does the same for
+//! operators (`idem approvals`, `idem approve`, `idem decline`, `idem reopen NS KEY --by
+//! NAME`); an rmcp server asks its user in band (see
 //! `idem::frameworks::rmcp`, *Approvals in the client*). Whoever decides, the record does
 //! not care: `by` names them (never empty), `note` says why, the store's clock says when.
 //! [`approve`] and [`decline`] decide the request waiting now; an answer given in the client
@@ -50,7 +50,7 @@ mod records;
 use std::fmt;
 
 use crate::store::once::Put;
-use crate::store::{Admin, AsyncStore, ListQuery, RecordId, StateFilter, StoreError, now_ms};
+use crate::store::{Admin, ListQuery, RecordId, StateFilter, Store, StoreError, now_ms};
 
 pub(crate) use records::{Action, Ask, Closed, Current, NAMESPACE};
 
@@ -173,7 +173,7 @@ impl From<StoreError> for DecideError {
 
 /// Where the approval of the action `id` stands, or `None` when it never asked (or was
 /// reopened and has not asked again). Never writes.
-pub async fn state<S: AsyncStore + ?Sized>(store: &S, id: RecordId<'_>) -> Result<Option<State>, StoreError> {
+pub async fn state<S: Store + ?Sized>(store: &S, id: RecordId<'_>) -> Result<Option<State>, StoreError> {
     Ok(match Action::new(id.namespace, id.key).current(store).await? {
         Current::Idle { closed: Some((request, Closed::Expired)), .. } => Some(State::Expired(request)),
         Current::Idle { .. } => None,
@@ -190,7 +190,7 @@ pub async fn state<S: AsyncStore + ?Sized>(store: &S, id: RecordId<'_>) -> Resul
 
 /// Approves the request waiting for the action `id`: the next call runs it. Returns what
 /// was approved.
-pub async fn approve<S: AsyncStore + ?Sized>(
+pub async fn approve<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     by: &str,
@@ -201,7 +201,7 @@ pub async fn approve<S: AsyncStore + ?Sized>(
 
 /// Declines the request waiting for the action `id`: every call answers DECLINED, naming
 /// `by` and `note`, until an operator [`reopen`]s it. Returns what was declined.
-pub async fn decline<S: AsyncStore + ?Sized>(
+pub async fn decline<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     by: &str,
@@ -210,7 +210,7 @@ pub async fn decline<S: AsyncStore + ?Sized>(
     decide(store, id, (false, by, note)).await
 }
 
-async fn decide<S: AsyncStore + ?Sized>(
+async fn decide<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     verdict: (bool, &str, Option<&str>),
@@ -230,7 +230,7 @@ pub(crate) struct Asked {
 /// The request waiting for a decision on the action `id` (not decided; maybe expired), with
 /// the round it is asked in.
 #[cfg(feature = "rmcp")]
-pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
+pub(crate) async fn waiting<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
 ) -> Result<Option<(Asked, Request)>, StoreError> {
@@ -245,7 +245,7 @@ pub(crate) async fn waiting<S: AsyncStore + ?Sized>(
 /// Decides the request `asked`, and no other: [`DecideError::NoRequest`] when the request
 /// waiting now is another (or none), as for [`approve`] and [`decline`] otherwise.
 #[cfg(feature = "rmcp")]
-pub(crate) async fn decide_asked<S: AsyncStore + ?Sized>(
+pub(crate) async fn decide_asked<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     asked: Asked,
@@ -254,7 +254,7 @@ pub(crate) async fn decide_asked<S: AsyncStore + ?Sized>(
     decide_in(store, id, Some(asked), verdict).await
 }
 
-async fn decide_in<S: AsyncStore + ?Sized>(
+async fn decide_in<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     asked: Option<Asked>,
@@ -294,7 +294,7 @@ async fn decide_in<S: AsyncStore + ?Sized>(
 /// Reopens the declined approval of the action `id`: the next call that needs approval asks
 /// a person anew (a new request, a new notification). Returns the request that had been
 /// declined.
-pub async fn reopen<S: AsyncStore + ?Sized>(
+pub async fn reopen<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     by: &str,
@@ -345,7 +345,7 @@ pub fn pending<S: Admin + ?Sized>(
             continue;
         }
         let id = RecordId { namespace: &request.namespace, key: &request.key };
-        if let Some(State::Pending(current)) = blocking::state(store, id)? {
+        if let Some(State::Pending(current)) = blocking::state(store.as_dyn_store(), id)? {
             waiting.push(current);
         }
     }
@@ -353,16 +353,16 @@ pub fn pending<S: Admin + ?Sized>(
     Ok(waiting)
 }
 
-/// The same operations for a [`Store`](crate::store::Store), blocking the calling thread:
-/// for sync code, and for an operator's command (`PgStore`'s `Store` impl blocks too).
+/// The same operations for sync code (an operator's command), each waiting for the store on
+/// the calling thread ([`block_on`](crate::store::block_on)).
 pub mod blocking {
-    use crate::store::{FromSync, RecordId, Store, StoreError, ready_now};
+    use crate::store::{RecordId, Store, StoreError, block_on};
 
     use super::{DecideError, Request, State};
 
     /// See [`state`](super::state).
     pub fn state<S: Store + ?Sized>(store: &S, id: RecordId<'_>) -> Result<Option<State>, StoreError> {
-        ready_now(std::pin::pin!(super::state(&FromSync(store), id)))
+        block_on(super::state(store, id))
     }
 
     /// See [`approve`](super::approve).
@@ -372,7 +372,7 @@ pub mod blocking {
         by: &str,
         note: Option<&str>,
     ) -> Result<Request, DecideError> {
-        ready_now(std::pin::pin!(super::approve(&FromSync(store), id, by, note)))
+        block_on(super::approve(store, id, by, note))
     }
 
     /// See [`decline`](super::decline).
@@ -382,7 +382,7 @@ pub mod blocking {
         by: &str,
         note: Option<&str>,
     ) -> Result<Request, DecideError> {
-        ready_now(std::pin::pin!(super::decline(&FromSync(store), id, by, note)))
+        block_on(super::decline(store, id, by, note))
     }
 
     /// See [`reopen`](super::reopen).
@@ -392,6 +392,6 @@ pub mod blocking {
         by: &str,
         note: Option<&str>,
     ) -> Result<Request, DecideError> {
-        ready_now(std::pin::pin!(super::reopen(&FromSync(store), id, by, note)))
+        block_on(super::reopen(store, id, by, note))
     }
 }

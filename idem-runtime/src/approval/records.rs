@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::store::once::{self, Put};
-use crate::store::{AsyncStore, RecordId, StoreError};
+use crate::store::{RecordId, Store, StoreError};
 
 use super::{Decision, Request};
 
@@ -71,7 +71,7 @@ impl Action {
         format!("{}{round}/{kind}", self.prefix)
     }
 
-    async fn get<S: AsyncStore + ?Sized>(
+    async fn get<S: Store + ?Sized>(
         &self,
         store: &S,
         round: u32,
@@ -86,7 +86,7 @@ impl Action {
         Ok(Some((value, at_ms)))
     }
 
-    async fn put<S: AsyncStore + ?Sized>(
+    async fn put<S: Store + ?Sized>(
         &self,
         store: &S,
         round: u32,
@@ -98,7 +98,7 @@ impl Action {
     }
 
     /// Where the action's approval stands, round by round.
-    pub(crate) async fn current<S: AsyncStore + ?Sized>(&self, store: &S) -> Result<Current, StoreError> {
+    pub(crate) async fn current<S: Store + ?Sized>(&self, store: &S) -> Result<Current, StoreError> {
         let mut closed = None;
         for round in 0.. {
             let Some((request, asked_at_ms)) = self.get(store, round, "request").await? else {
@@ -122,12 +122,7 @@ impl Action {
     }
 
     /// Asks for approval in round `round`; see [`Put`].
-    pub(crate) async fn ask<S: AsyncStore + ?Sized>(
-        &self,
-        store: &S,
-        round: u32,
-        ask: &Ask<'_>,
-    ) -> Result<Put, StoreError> {
+    pub(crate) async fn ask<S: Store + ?Sized>(&self, store: &S, round: u32, ask: &Ask<'_>) -> Result<Put, StoreError> {
         let request = json!({
             "namespace": ask.namespace,
             "key": ask.key,
@@ -139,7 +134,7 @@ impl Action {
     }
 
     /// Records the decision of round `round`; see [`Put`] (`Found`: a decision was made).
-    pub(crate) async fn decide<S: AsyncStore + ?Sized>(
+    pub(crate) async fn decide<S: Store + ?Sized>(
         &self,
         store: &S,
         round: u32,
@@ -149,12 +144,12 @@ impl Action {
     }
 
     /// Records that round `round` expired without a decision.
-    pub(crate) async fn expire<S: AsyncStore + ?Sized>(&self, store: &S, round: u32) -> Result<Put, StoreError> {
+    pub(crate) async fn expire<S: Store + ?Sized>(&self, store: &S, round: u32) -> Result<Put, StoreError> {
         self.put(store, round, "expired", &json!({})).await
     }
 
     /// Closes round `round`, so that the next call asks anew.
-    pub(crate) async fn reopen<S: AsyncStore + ?Sized>(
+    pub(crate) async fn reopen<S: Store + ?Sized>(
         &self,
         store: &S,
         round: u32,

@@ -17,11 +17,11 @@
 use crate::error::Error;
 use crate::key::Key;
 use crate::observe::{Happened, Outcome, Phase, notify};
-use crate::store::{RecordId, Reservation, Reserve, StoreError};
+use crate::store::{RecordId, Reservation, Reserve, Store, StoreError};
 
 use super::approval::{ApprovalPolicy, Gate, gate};
-use super::driven::Driven;
-use super::serving::front_end;
+use super::call_store::{CallStore, Renews, Reserving};
+use super::drive::front_end;
 use super::{BudgetPolicy, Tool};
 
 /// What admission came to.
@@ -55,9 +55,9 @@ pub(super) fn runs(tool: &'static Tool, key: &Key, approved: bool) {
 /// Admits one call of `tool` with `key` and compared fields `request`: `asks` is the text
 /// of the request this call would make when its approval condition holds, `described` the
 /// tool's approval text for this call (what an over-budget question starts with).
-pub(super) async fn admit<S: Driven>(
+pub(super) async fn admit<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     (key, request): (&Key, &str),
     (asks, described): (Option<&str>, Option<String>),
 ) -> Admission {
@@ -67,8 +67,8 @@ pub(super) async fn admit<S: Driven>(
         None => 0,
     };
     let reserved = match tool.approval {
-        None => Reserved { reservation: reserve(tool, store, (key, request), amount, false).await, approved: false },
-        Some(asking) => match gated(tool, asking, store, (key, request), asks, amount).await {
+        None => Reserved { reservation: reserve(tool, at, (key, request), amount, false).await, approved: false },
+        Some(asking) => match gated(tool, asking, at, (key, request), asks, amount).await {
             Ok(reserved) => reserved,
             Err((outcome, error)) => return Admission::Answered(outcome, error),
         },
@@ -80,7 +80,7 @@ pub(super) async fn admit<S: Driven>(
                 None => super::approval::default_text(tool, &key.readable(), request),
             };
             let question = super::budget::over_budget_text(&action, window);
-            match gated(tool, asking, store, (key, request), Some(&question), amount).await {
+            match gated(tool, asking, at, (key, request), Some(&question), amount).await {
                 Ok(reserved) => reserved,
                 Err((outcome, error)) => return Admission::Answered(outcome, error),
             }
@@ -96,19 +96,19 @@ pub(super) async fn admit<S: Driven>(
 /// The approval gate, asking with `asks` when the call needs an approval it has no
 /// request for, then the reservation it lets through: an approved call reserves past its
 /// budget's limit when the tool asks over budget.
-async fn gated<S: Driven>(
+async fn gated<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
     asking: &ApprovalPolicy,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     (key, request): (&Key, &str),
     asks: Option<&str>,
     amount: i64,
 ) -> Result<Reserved, (Outcome, Error)> {
-    match approval_gate(tool, asking, (key, request), asks, store).await {
+    match approval_gate(tool, asking, (key, request), asks, at).await {
         Gate::Record(record) => Ok(Reserved { reservation: Ok(Reservation::Existing(record)), approved: false }),
         Gate::Open(decision) => {
             let approved = decision.is_some();
-            Ok(Reserved { reservation: reserve(tool, store, (key, request), amount, approved).await, approved })
+            Ok(Reserved { reservation: reserve(tool, at, (key, request), amount, approved).await, approved })
         }
         Gate::Answer(outcome, error) => Err((outcome, error)),
     }
@@ -117,41 +117,39 @@ async fn gated<S: Driven>(
 /// The approval gate; a front end may ask the person in band when it answers
 /// APPROVAL_REQUIRED, and the gate is asked again when the front end says so (a decision was
 /// recorded, or the request moved on).
-async fn approval_gate<S: Driven>(
+async fn approval_gate<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
     asking: &ApprovalPolicy,
     call: (&Key, &str),
     asks: Option<&str>,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
 ) -> Gate {
-    let gated = gate(tool, asking, call, asks, store.any()).await;
+    let gated = gate(tool, asking, call, asks, at.erased()).await;
     let Gate::Answer(Outcome::ApprovalRequired, error) = &gated else { return gated };
-    let (Some((serving, async_store)), Some(approval)) = (front_end(tool, store), error.approval()) else {
+    let (Some((serving, store)), Some(approval)) = (front_end(tool, at), error.approval()) else {
         return gated;
     };
     let asked = crate::approval::Request::from(approval);
-    if serving.approval_required(tool, call.0, &asked, async_store).await {
-        return gate(tool, asking, call, asks, store.any()).await;
+    if serving.approval_required(tool, call.0, &asked, store).await {
+        return gate(tool, asking, call, asks, at.erased()).await;
     }
     gated
 }
 
 /// Reserves the call's key, charging `amount` to the tool's budget if it has one (past its
 /// limit when a person approved the action and the tool asks over budget).
-async fn reserve<S: Driven>(
+async fn reserve<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     tool: &'static Tool,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     (key, request): (&Key, &str),
     amount: i64,
     approved: bool,
 ) -> Result<Reservation, StoreError> {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let reserve = Reserve { id, request, lease: tool.lease };
-    match tool.budget {
-        None => store.reserve(reserve).await,
-        Some(policy) => {
-            let past_limit = approved && policy.over_budget_asks;
-            store.reserve_charged(reserve, super::budget::charge(policy.budget, key, amount, past_limit)).await
-        }
-    }
+    let charge = tool.budget.map(|policy| {
+        let past_limit = approved && policy.over_budget_asks;
+        super::budget::charge(policy.budget, key, amount, past_limit)
+    });
+    at.reserve(reserve, charge).await
 }

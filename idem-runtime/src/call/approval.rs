@@ -24,7 +24,7 @@ use crate::error::{Approval, Error, ErrorCode};
 use crate::key::Key;
 use crate::observe::{Happened, Outcome, Phase, notify};
 use crate::store::once::Put;
-use crate::store::{AsyncStore, Record, RecordId, now_ms};
+use crate::store::{DynStore, Record, RecordId, Store, now_ms};
 
 use super::Tool;
 use super::answers::{conflict, store_failed};
@@ -58,7 +58,7 @@ pub(crate) async fn gate(
     policy: &ApprovalPolicy,
     (key, request): (&Key, &str),
     ask: Option<&str>,
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
 ) -> Gate {
     let failed = |error| {
         let (outcome, error) = store_failed(tool, key, &error);
@@ -130,7 +130,7 @@ async fn asked_now(
     policy: &ApprovalPolicy,
     key: &Key,
     (request, text): (&str, &str),
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
 ) -> Gate {
     let action = Action::new(tool.namespace, key.as_str());
     // Read back for the store's time of the request; the values are this call's.

@@ -6,34 +6,32 @@ use std::cell::OnceCell;
 use std::time::Instant;
 
 use crate::key::Key;
-use crate::store::{FromSync, RecordId, Renew, Store, StoreError, Token};
+use crate::store::{RecordId, Renew, Store, StoreError, Token, block_on};
 
 use super::Tool;
 use super::renewer::{Registered, Registration, RenewNow, Step, reached, register_sync};
 
 /// A sync store lent to the renewer thread for the call of one [`with_blocking`] scope.
 pub(crate) struct Blocking<'s, S: ?Sized> {
-    pub(super) store: &'s S,
-    /// The same store seen as an async one whose futures are ready at once.
-    pub(super) view: FromSync<&'s S>,
+    store: &'s S,
     /// What the renewer thread renews through, once the call holds its key.
     target: OnceCell<Borrowed<'s, S>>,
     /// The call's place on its thread's list, taken off when the scope ends.
     registered: Registered,
 }
 
-/// Runs `f` with `store` seen as a [`Driven`](super::driven::Driven) store whose futures
-/// are ready at once (a sync tool's call). Whatever `f` does, the call is off the
-/// renewer's list when this returns or unwinds, and no renewal through `store` is in
-/// flight: that is what lets the renewer thread borrow `store` and this frame's `Blocking`.
-pub(crate) fn with_blocking<S: Store + ?Sized, R>(store: &S, f: impl FnOnce(&Blocking<'_, S>) -> R) -> R {
+/// Runs `f` (a sync tool's call) with `store` ready to be lent to the renewer thread once
+/// the call holds its key. Whatever `f` does, the call is off the renewer's list when this
+/// returns or unwinds, and no renewal through `store` is in flight: that is what lets the
+/// renewer thread borrow `store` and this frame's `Blocking`.
+pub(crate) fn with_blocking<'s, S: Store + ?Sized, R>(store: &'s S, f: impl FnOnce(&Blocking<'s, S>) -> R) -> R {
     struct EndRenewal<'b, 's, S: ?Sized>(&'b Blocking<'s, S>);
     impl<S: ?Sized> Drop for EndRenewal<'_, '_, S> {
         fn drop(&mut self) {
             self.0.registered.end();
         }
     }
-    let blocking = Blocking { store, view: FromSync(store), target: OnceCell::new(), registered: Registered::new() };
+    let blocking = Blocking { store, target: OnceCell::new(), registered: Registered::new() };
     let _end = EndRenewal(&blocking);
     f(&blocking)
 }
@@ -46,10 +44,11 @@ struct Borrowed<'s, S: ?Sized> {
     lease: std::time::Duration,
 }
 
+/// On the renewer thread, which waits for the store's answer ([`block_on`]).
 impl<S: Store + ?Sized> RenewNow for Borrowed<'_, S> {
     fn renew(&self, key: &Key, progress: Option<&str>) -> Result<(), StoreError> {
         let id = RecordId { namespace: self.namespace, key: key.as_str() };
-        self.store.renew(Renew { id, token: self.token, lease: self.lease, progress })
+        block_on(self.store.renew(Renew { id, token: self.token, lease: self.lease, progress }))
     }
 }
 
@@ -96,7 +95,7 @@ mod tests {
     };
 
     fn lease_until_ms(store: &MemoryStore, id: RecordId<'_>) -> i64 {
-        match Store::read(store, id) {
+        match block_on(store.read(id)) {
             Ok(Some(Record { state: RecordState::InProgress { lease_until_ms, .. }, .. })) => lease_until_ms,
             other => panic!("expected a running record, got {other:?}"),
         }
@@ -121,7 +120,7 @@ mod tests {
         // renewer thread walks it to renew a call registered now, through its live frame.
         let id = RecordId { namespace: QUICK.namespace, key: key.as_str() };
         let Ok(Reservation::Acquired { token }) =
-            Store::reserve(&store, Reserve { id, request: "{}", lease: QUICK.lease })
+            block_on(store.reserve(Reserve { id, request: "{}", lease: QUICK.lease }))
         else {
             panic!("a fresh key is acquired");
         };

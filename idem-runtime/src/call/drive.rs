@@ -1,10 +1,9 @@
 //! The one driver of a call, for sync and async tools alike: reserve, decide, reconcile
-//! an abandoned reservation, run the body, settle. Sync tools run it over a store whose
-//! futures are always ready (see [`Blocking`](super::blocking::Blocking)), so every branch
-//! is written once.
+//! an abandoned reservation, run the body, settle. A sync tool's call waits for it on its
+//! own thread ([`block_on`](crate::store::block_on)), so every branch is written once.
 //!
-//! The driver reaches the store through [`Driven`] rather than [`AsyncStore`](crate::store::AsyncStore), whose boxed
-//! futures would cost a sync tool an allocation per store operation for nothing.
+//! The driver reaches the store through a [`CallStore`]: the store's own futures, never
+//! boxed, so a sync tool over a local store pays no allocation per store operation.
 
 use std::future::Future;
 
@@ -15,15 +14,15 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, RecordId, Reserve, StoreError, Token};
+use crate::store::{Completion, DynStore, RecordId, Reserve, Store, StoreError, Token};
 
 use super::admit::{Admission, admit, runs};
 use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
+use super::call_store::{CallStore, Renews, Reserving};
 use super::decide::{Answer, Step, decide};
-use super::driven::Driven;
-use super::hold::{Current, renewing};
+use super::hold::{Current, in_body, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
-use super::serving::front_end;
+use super::serving::Serving;
 use super::settle::{kept_abandoned, recordable, settle, settlement};
 use super::{Call, Tool};
 
@@ -45,16 +44,18 @@ impl<O> Ran<O> {
     }
 }
 
-pub(crate) async fn drive<S, O, B, H, P>(
+pub(crate) async fn drive<S, R, L, O, B, H, P>(
     call: Call,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     body: B,
     hook: &H,
     policy: &P,
     watch: &ObservedCall,
 ) -> Ran<O>
 where
-    S: Driven,
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
     O: ToolOutput,
     B: Future<Output = O>,
     H: Reconcile<O::Value>,
@@ -66,7 +67,7 @@ where
         (Err(error), _) => return invalid(None, error),
         (Ok(key), Err(error)) => return invalid(Some(key), error),
     };
-    let admitted = match admit(tool, store, (&key, &request), (asks.as_deref(), described)).await {
+    let admitted = match admit(tool, at, (&key, &request), (asks.as_deref(), described)).await {
         Admission::Invalid(error) => return invalid(Some(key), error),
         Admission::Answered(outcome, error) => {
             watch.reserved();
@@ -82,17 +83,17 @@ where
         }
         Step::Answer(outcome, answer) => {
             watch.reserved();
-            found_running(tool, &key, outcome, &answer, store).await;
+            found_running(tool, &key, outcome, &answer, at).await;
             return answered(tool, key, outcome, answer, policy, Phase::Reserve);
         }
         Step::Reconcile { expired, since_ms } => {
             notify(tool.subject(), &key, Phase::Reserve, Happened::FoundAbandoned);
             let abandoned = Abandoned { key: key.clone(), request: request.clone(), since_ms };
-            match reconcile(tool, store, id, expired, abandoned, hook).await {
+            match reconcile(tool, at, id, expired, abandoned, hook).await {
                 Ok(token) => token,
                 Err((outcome, answer)) => {
                     watch.reserved();
-                    found_running(tool, &key, outcome, &answer, store).await;
+                    found_running(tool, &key, outcome, &answer, at).await;
                     return answered(tool, key, outcome, answer, policy, Phase::Reconcile);
                 }
             }
@@ -100,34 +101,55 @@ where
     };
     // The reservation's time includes a take-over and the reconcile hook.
     watch.reserved();
-    if let Some((serving, store)) = front_end(tool, store) {
+    if let Some((serving, store)) = front_end(tool, at) {
         serving.body_started(tool, &key, token, started, store).await;
     }
     watch.holds(token.0);
     let abandon = Abandon::arm(tool, &key);
-    let held = store.hold(tool, &key, token, started);
+    let held = at.hold(tool, &key, token, started);
     super::cancel::forget(tool.namespace, key.as_str());
     let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
     let body = Scoped::new(body, current);
     let output = match held.slot() {
-        Some(slot) => renewing(store, slot, (tool, &key), token, body).await,
+        Some(slot) => renewing(at, slot, (tool, &key), token, body).await,
         None => body.await,
     };
     // Renewal ends before the completion is written: no renewal races the completion.
     drop(held);
     abandon.disarm();
     watch.body_ended();
-    let outcome = settle(tool, store, (&key, token), settlement(tool, &key, &output, policy)).await;
+    let outcome = settle(tool, at.store, (&key, token), settlement(tool, &key, &output, policy)).await;
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
 }
 
+/// The front end that may answer for this call instead of its tool, with the store to keep
+/// what it promises in: an async call's, made outside any tool's body.
+pub(super) fn front_end<'a, S, R, L>(
+    tool: &'static Tool,
+    at: &'a CallStore<'_, S, R, L>,
+) -> Option<(&'static dyn Serving, &'a dyn DynStore)>
+where
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
+{
+    let serving = tool.serving?;
+    (L::ASYNC && !in_body()).then(|| (serving, at.erased()))
+}
+
 /// Tells the tool's front end that the call found its action running, so that it may
 /// answer for it (an MCP task) instead of IN_PROGRESS.
-async fn found_running<S: Driven>(tool: &'static Tool, key: &Key, outcome: Outcome, answer: &Answer, store: &S) {
+async fn found_running<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
+    tool: &'static Tool,
+    key: &Key,
+    outcome: Outcome,
+    answer: &Answer,
+    at: &CallStore<'_, S, R, L>,
+) {
     if let (Outcome::InProgress, Answer::Error(error)) = (outcome, answer)
         && let Some(running) = error.running()
-        && let Some((serving, store)) = front_end(tool, store)
+        && let Some((serving, store)) = front_end(tool, at)
     {
         serving.found_running(tool, key, running, store).await;
     }
@@ -142,20 +164,23 @@ fn invalid<O: ToolOutput>(key: Option<Key>, error: Error) -> Ran<O> {
 
 /// Takes over an abandoned reservation and asks the hook what happened. `Ok(token)` when
 /// the body must run now under `token`; otherwise the answer.
-async fn reconcile<S, T, H>(
+async fn reconcile<S, R, L, T, H>(
     tool: &'static Tool,
-    store: &S,
+    at: &CallStore<'_, S, R, L>,
     id: RecordId<'_>,
     expired: Token,
     abandoned: Abandoned,
     hook: &H,
 ) -> Result<Token, (Outcome, Answer)>
 where
-    S: Driven,
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
     T: serde::Serialize + serde::de::DeserializeOwned,
     H: Reconcile<T>,
 {
     let key = abandoned.key.clone();
+    let store = at.store;
     let token = match store.take_over(id, expired, tool.lease).await {
         Ok(token) => {
             notify(tool.subject(), &key, Phase::Reconcile, Happened::TakenOver);

@@ -9,33 +9,35 @@ use std::task::Poll;
 
 use crate::key::Key;
 use crate::scope::Scope;
-use crate::store::{RecordId, Renew, Token};
+use crate::store::{RecordId, Renew, Store, Token};
 
 use super::Tool;
-use super::driven::Driven;
+use super::call_store::{CallStore, Renews, Reserving};
 use super::renewer::{CallRef, Slot};
 
 /// Polls an async call's `body` to its end, running each renewal the renewer asks for
 /// (through `slot`) on this task beside it. After each renewal, the tool's front end (if
 /// it has one) may look for a request to stop that another worker received.
-pub(super) async fn renewing<S, B>(
-    store: &S,
+pub(super) async fn renewing<S, R, L, B>(
+    at: &CallStore<'_, S, R, L>,
     slot: &Slot,
     (tool, key): (&'static Tool, &Key),
     token: Token,
     body: B,
 ) -> B::Output
 where
-    S: Driven,
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
     B: Future,
 {
     let mut body = pin!(body);
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let renew = |progress: Option<Arc<str>>| async move {
-        let result = store.renew(Renew { id, token, lease: tool.lease, progress: progress.as_deref() }).await;
+        let result = at.store.renew(Renew { id, token, lease: tool.lease, progress: progress.as_deref() }).await;
         if result.is_ok()
-            && let (Some(serving), Some(store)) = (tool.serving, store.as_async())
-            && serving.renewed(tool, key, token, store).await
+            && let (Some(serving), true) = (tool.serving, L::ASYNC)
+            && serving.renewed(tool, key, token, at.erased()).await
         {
             super::cancel::request(tool.namespace, key.as_str());
         }

@@ -9,10 +9,10 @@ pub(crate) mod answers;
 pub(crate) mod approval;
 mod blocking;
 mod budget;
+mod call_store;
 pub(crate) mod cancel;
 mod decide;
 mod drive;
-mod driven;
 mod hold;
 mod hooks;
 mod namespace;
@@ -33,13 +33,14 @@ use crate::json_names::JsonNames;
 use crate::key::{Key, KeyPart, Segment, build_key_named};
 use crate::observe::{Instruments, ObservedCall, Subject};
 use crate::output::ToolOutput;
-use crate::store::{AsyncStore, Store};
+use crate::store::Store;
 
 pub use approval::ApprovalPolicy;
 use blocking::with_blocking;
 pub use budget::BudgetPolicy;
+use call_store::{CallStore, OwnTask};
+pub use call_store::{Charged, Reserving, Uncharged};
 use drive::drive;
-use driven::{Async, ready_now};
 pub use hold::{cancel_requested, progress};
 pub use hooks::{
     Abandoned, AsyncAnswer, ErrorPolicy, Keep, KeptError, NoReconcile, Reconcile, Reconciled, Release, SyncAnswer,
@@ -177,10 +178,13 @@ impl Call {
     }
 }
 
-/// Runs a sync tool's body at most once per key.
-pub fn run_sync<S, O, F, H, P>(call: Call, store: &S, body: F, hook: H, policy: P) -> O
+/// Runs a sync tool's body at most once per key: the call waits for its store on this
+/// thread ([`block_on`](crate::store::block_on)), and its lease is renewed from the
+/// renewer thread while the body runs.
+pub fn run_sync<S, R, O, F, H, P>(call: Call, store: &S, reserving: R, body: F, hook: H, policy: P) -> O
 where
     S: Store + ?Sized,
+    R: Reserving<S>,
     O: ToolOutput,
     F: FnOnce() -> O,
     H: Reconcile<O::Value>,
@@ -188,8 +192,9 @@ where
 {
     let watch = call.observed();
     let ran = watch.in_scope(|| {
-        with_blocking(store, |store| {
-            ready_now(std::pin::pin!(drive(call, store, async move { body() }, &hook, &policy, &watch)))
+        with_blocking(store, |lent| {
+            let at = CallStore { store, reserving, renews: lent };
+            crate::store::wait(std::pin::pin!(drive(call, &at, async move { body() }, &hook, &policy, &watch)))
         })
     });
     ran.answered(&watch);
@@ -197,16 +202,18 @@ where
 }
 
 /// Runs an async tool's body at most once per key.
-pub async fn run_async<S, O, B, H, P>(call: Call, store: &S, body: B, hook: H, policy: P) -> O
+pub async fn run_async<S, R, O, B, H, P>(call: Call, store: &S, reserving: R, body: B, hook: H, policy: P) -> O
 where
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
+    R: Reserving<S>,
     O: ToolOutput,
     B: Future<Output = O>,
     H: Reconcile<O::Value>,
     P: ErrorPolicy<O>,
 {
     let watch = call.observed();
-    let ran = watch.instrument(drive(call, &Async { store }, body, &hook, &policy, &watch)).await;
+    let at = CallStore { store, reserving, renews: OwnTask };
+    let ran = watch.instrument(drive(call, &at, body, &hook, &policy, &watch)).await;
     ran.answered(&watch);
     ran.output
 }

@@ -8,10 +8,9 @@ use std::time::Instant;
 
 use crate::error::Running;
 use crate::key::Key;
-use crate::store::{AsyncStore, BoxFuture, Token};
+use crate::store::{BoxFuture, DynStore, Token};
 
 use super::Tool;
-use super::driven::Driven;
 
 /// What a front end learns from the driver about a call of one of its tools. Async tools
 /// only: `store` is the call's own store, so the front end can keep what it promises a
@@ -29,7 +28,7 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         tool: &'static Tool,
         key: &'a Key,
         running: &'a Running,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, ()>;
 
     /// The call holds `key` under `token` (the reservation is durable) and its body is
@@ -40,7 +39,7 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         key: &'a Key,
         token: Token,
         started: Instant,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, ()>;
 
     /// The running call under `key`, held by `token`, renewed its lease (every third of
@@ -52,7 +51,7 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         tool: &'static Tool,
         key: &'a Key,
         token: Token,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, bool>;
 
     /// The call's action waits for a person's approval (`asked`): the front end may ask
@@ -65,19 +64,8 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         tool: &'static Tool,
         key: &'a Key,
         asked: &'a crate::approval::Request,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, bool>;
-}
-
-/// The front end that may answer for this call instead of its tool, with the store to
-/// keep what it promises in: `tool`'s, for an async call made outside any tool's body.
-pub(super) fn front_end<'s, S: Driven>(
-    tool: &'static Tool,
-    store: &'s S,
-) -> Option<(&'static dyn Serving, &'s dyn AsyncStore)> {
-    let serving = tool.serving?;
-    let store = store.as_async()?;
-    (!super::hold::in_body()).then_some((serving, store))
 }
 
 #[cfg(test)]
@@ -86,11 +74,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::call::driven::ready_now;
     use crate::call::tests::SENSOR;
-    use crate::call::{Call, NoReconcile, Release, run_async};
+    use crate::call::{Call, NoReconcile, Release, Uncharged, run_async};
     use crate::key::build_key;
-    use crate::store::{MemoryStore, RecordId, Reserve, Store};
+    use crate::store::{MemoryStore, RecordId, Reserve, Store, block_on};
 
     /// A front end that notes what the driver told it.
     #[derive(Debug)]
@@ -108,7 +95,7 @@ mod tests {
             _: &'static Tool,
             key: &'a Key,
             _: &'a Running,
-            _: &'a dyn AsyncStore,
+            _: &'a dyn DynStore,
         ) -> BoxFuture<'a, ()> {
             self.note("found_running", key);
             Box::pin(std::future::ready(()))
@@ -119,12 +106,12 @@ mod tests {
             key: &'a Key,
             _: Token,
             _: Instant,
-            _: &'a dyn AsyncStore,
+            _: &'a dyn DynStore,
         ) -> BoxFuture<'a, ()> {
             self.note("body_started", key);
             Box::pin(std::future::ready(()))
         }
-        fn renewed<'a>(&'a self, _: &'static Tool, _: &'a Key, _: Token, _: &'a dyn AsyncStore) -> BoxFuture<'a, bool> {
+        fn renewed<'a>(&'a self, _: &'static Tool, _: &'a Key, _: Token, _: &'a dyn DynStore) -> BoxFuture<'a, bool> {
             Box::pin(std::future::ready(false))
         }
         fn approval_required<'a>(
@@ -132,7 +119,7 @@ mod tests {
             _: &'static Tool,
             key: &'a Key,
             _: &'a crate::approval::Request,
-            _: &'a dyn AsyncStore,
+            _: &'a dyn DynStore,
         ) -> BoxFuture<'a, bool> {
             self.note("approval_required", key);
             Box::pin(std::future::ready(false))
@@ -153,10 +140,10 @@ mod tests {
         ..SENSOR
     };
 
-    /// One call of `SERVED` for `sensor`, to its answer (every step of it is ready at once).
+    /// One call of `SERVED` for `sensor`, to its answer.
     fn served(store: &MemoryStore, sensor: &str) -> Result<String, crate::Error> {
         let call = Call::new(&SERVED, &[&sensor], []);
-        ready_now(std::pin::pin!(run_async(call, store, async { Ok("ran".to_owned()) }, NoReconcile, Release)))
+        block_on(run_async(call, store, Uncharged, async { Ok("ran".to_owned()) }, NoReconcile, Release))
     }
 
     #[test]
@@ -164,13 +151,14 @@ mod tests {
         let store = MemoryStore::new();
         let running = build_key(SERVED.name, SERVED.template, &[&"busy"]).unwrap();
         let id = RecordId { namespace: SERVED.namespace, key: running.as_str() };
-        Store::reserve(&store, Reserve { id, request: "{}", lease: Duration::from_secs(60) }).unwrap();
+        block_on(store.reserve(Reserve { id, request: "{}", lease: Duration::from_secs(60) })).unwrap();
 
         // Inside another tool's body: the call answers that body, never a client.
         let outer = Call::new(&SENSOR, &[&"outer"], []);
-        let inner: Result<String, crate::Error> = ready_now(std::pin::pin!(run_async(
+        let inner: Result<String, crate::Error> = block_on(run_async(
             outer,
             &store,
+            Uncharged,
             async {
                 assert_eq!(served(&store, "fresh-inside").unwrap(), "ran");
                 let busy = served(&store, "busy").unwrap_err();
@@ -179,7 +167,7 @@ mod tests {
             },
             NoReconcile,
             Release,
-        )));
+        ));
         assert_eq!(inner.unwrap(), "outer");
         assert_eq!(*TOLD.0.lock().unwrap(), [], "nothing told of calls made inside a body");
 

@@ -6,10 +6,9 @@
 use crate::key::Key;
 use crate::observe::{AbandonedBy, Happened, Outcome, Phase, TelemetryKey, notify};
 use crate::output::ToolOutput;
-use crate::store::{Completion, RecordId, StoreError, Token};
+use crate::store::{Completion, RecordId, Store, StoreError, Token};
 
 use super::Tool;
-use super::driven::Driven;
 use super::hooks::ErrorPolicy;
 
 /// How often a completion is written before the body's result is returned unrecorded:
@@ -19,7 +18,7 @@ const COMPLETE_ATTEMPTS: usize = 3;
 
 /// Settles the key after its body returned: `settled` is what [`settlement`] made of the
 /// body's output (taken before any await, so that the output is not held across them).
-pub(super) async fn settle<S: Driven>(
+pub(super) async fn settle<S: Store + ?Sized>(
     tool: &'static Tool,
     store: &S,
     (key, token): (&Key, Token),

@@ -6,7 +6,7 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-use super::{Call, NoReconcile, Release, Tool, run_sync};
+use super::{Call, NoReconcile, Release, Tool, Uncharged, run_sync};
 use crate::key::{FieldMode, Segment};
 use crate::store::MemoryStore;
 
@@ -95,7 +95,7 @@ fn a_result_that_does_not_read_back_is_an_error_event_naming_tool_and_key() {
     let events = Events::default();
     let store = MemoryStore::new();
     let result: Result<f64, crate::Error> = tracing::subscriber::with_default(events.clone(), || {
-        run_sync(Call::new(&SENSOR, &[&"s1"], []), &store, || Ok(f64::NAN), NoReconcile, Release)
+        run_sync(Call::new(&SENSOR, &[&"s1"], []), &store, Uncharged, || Ok(f64::NAN), NoReconcile, Release)
     });
     assert!(result.unwrap().is_nan(), "the caller gets its result");
     let events = events.0.lock().unwrap();
@@ -114,10 +114,10 @@ fn a_result_that_does_not_read_back_is_an_error_event_naming_tool_and_key() {
     assert_eq!(field(fields, "key").as_deref(), Some("reading:s1"));
     assert!(
         matches!(
-            crate::store::Store::read(
+            crate::store::block_on(crate::store::Store::read(
                 &store,
                 crate::store::RecordId { namespace: SENSOR.namespace, key: "reading:s1" }
-            ),
+            )),
             Ok(Some(crate::store::Record {
                 state: crate::store::RecordState::InProgress { lease_expired: true, .. },
                 ..

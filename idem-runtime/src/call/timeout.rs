@@ -3,14 +3,15 @@
 use std::time::Duration;
 
 use crate::output::ToolOutput;
-use crate::store::AsyncStore;
+use crate::store::Store;
 
 use super::Call;
+use super::call_store::Reserving;
 #[cfg(feature = "tokio")]
 use {
     super::answers::timed_out,
+    super::call_store::{CallStore, OwnTask},
     super::drive::drive,
-    super::driven::Async,
     super::hooks::{ErrorPolicy, Reconcile},
     crate::error::{Error, ErrorCode},
     crate::observe::{Failure, Happened, Outcome, Phase, notify, observed},
@@ -24,16 +25,18 @@ use {
 /// status check or retry sees the result. So the call cannot borrow from its caller:
 /// the body's future, the store and the hook must be `Send + 'static`.
 #[cfg(feature = "tokio")]
-pub async fn run_async_timeout<S, O, B, H, P>(
+pub async fn run_async_timeout<S, R, O, B, H, P>(
     call: Call,
     store: &'static S,
+    reserving: R,
     body: B,
     hook: H,
     policy: P,
     timeout: Duration,
 ) -> O
 where
-    S: AsyncStore + ?Sized + 'static,
+    S: Store + ?Sized + 'static,
+    R: Reserving<S> + 'static,
     O: ToolOutput + Send + 'static,
     O::Value: Send,
     B: Future<Output = O> + Send + 'static,
@@ -49,7 +52,8 @@ where
     let in_task = (watch.already_entered(), Arc::clone(&answered));
     let mut task = tokio::spawn(watch.instrument(async move {
         let (watch, answered) = in_task;
-        let ran = drive(call, &Async { store }, body, &hook, &policy, &watch).await;
+        let at = CallStore { store, reserving, renews: OwnTask };
+        let ran = drive(call, &at, body, &hook, &policy, &watch).await;
         if answered.swap(true, Ordering::AcqRel) {
             watch.settled_late(ran.key.as_ref(), ran.outcome);
         } else {
@@ -104,9 +108,10 @@ pub trait TimeoutNeedsTokio {}
 
 /// See the `tokio` form; this one only reports the missing feature.
 #[cfg(not(feature = "tokio"))]
-pub async fn run_async_timeout<S, O, B, H, P>(_: Call, _: &'static S, _: B, _: H, _: P, _: Duration) -> O
+pub async fn run_async_timeout<S, R, O, B, H, P>(_: Call, _: &'static S, _: R, _: B, _: H, _: P, _: Duration) -> O
 where
-    S: AsyncStore + ?Sized + 'static,
+    S: Store + ?Sized + 'static,
+    R: Reserving<S>,
     O: ToolOutput + TimeoutNeedsTokio,
 {
     unreachable!("no type implements TimeoutNeedsTokio")

@@ -36,7 +36,7 @@ pub struct IdempotencyLayer<St> {
 impl<St> IdempotencyLayer<St> {
     /// A layer over `store` (a [`MemoryStore`](crate::MemoryStore), an
     /// [`SqliteStore`](crate::SqliteStore), a `PgStore`, or any
-    /// [`AsyncStore`](crate::store::AsyncStore), also behind `Arc`), with the defaults: it
+    /// [`Store`](crate::store::Store), also behind `Arc`), with the defaults: it
     /// applies to POST and PATCH, requires a key on them, fingerprints the whole body,
     /// treats every status below 500 as final, shares keys across callers, and names its
     /// records and telemetry `http`.

@@ -18,9 +18,9 @@ use super::key_header::{KeyRule, read_key};
 use super::problem::Problem;
 use super::settings::Shared;
 use super::stored::StoredResponse;
-use crate::call::{Call, NoReconcile, run_async};
+use crate::call::{Call, NoReconcile, Uncharged, run_async};
 use crate::key::KeyPart;
-use crate::store::AsyncStore;
+use crate::store::Store;
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) wraps around another.
 pub struct Idempotency<S, St> {
@@ -48,7 +48,7 @@ where
     S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send + 'static,
-    St: AsyncStore + Send + Sync + 'static,
+    St: Store + 'static,
     ReqBody: Body + From<Bytes> + Send + 'static,
     ReqBody::Data: Send,
     ReqBody::Error: std::error::Error + Send + Sync + 'static,
@@ -114,7 +114,7 @@ async fn handle<S, St, ReqBody, ResBody>(
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>>,
-    St: AsyncStore,
+    St: Store,
     ReqBody: Body + From<Bytes>,
     ReqBody::Error: std::error::Error + Send + Sync + 'static,
     ResBody: Body + From<Bytes>,
@@ -184,7 +184,8 @@ where
             }
         }
     };
-    let handled: Handled<ResBody, S::Error> = run_async(call, &*shared.store, run, NoReconcile, HttpPolicy).await;
+    let handled: Handled<ResBody, S::Error> =
+        run_async(call, &*shared.store, Uncharged, run, NoReconcile, HttpPolicy).await;
     handled.into_response(&key)
 }
 

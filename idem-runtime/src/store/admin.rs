@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::budget::{Adjustment, BudgetQuery, BudgetWindow};
-use super::{Record, RecordId, RecordState, Store, StoreError};
+use super::{DynStore, Record, RecordId, RecordState, StoreError};
 
 /// Which records [`Admin::list`] returns, by state. Non-exhaustive: it gains a filter with
 /// each new [`RecordState`].
@@ -115,18 +115,24 @@ impl StateCount {
     }
 }
 
-/// An operator's operations on a store, beyond a [`Store`]'s own (`read` to show one
-/// record, `purge`), implemented by every bundled store (the PostgreSQL one blocks the
-/// calling thread for each). Every change is fenced by the
-/// record's state, never by a token: an operator settles whatever holds the key, and the
-/// holder, if it still runs, is fenced.
+/// An operator's operations on a store, beyond a [`Store`](super::Store)'s own (`read` to
+/// show one record, `purge`), implemented by every bundled store. Every change is fenced by
+/// the record's state, never by a token: an operator settles whatever holds the key, and
+/// the holder, if it still runs, is fenced.
+///
+/// Sync, as its caller, the operator's command, is: operators' operations are rare and off
+/// every tool's path, and a store that waits on a network waits in them with
+/// [`block_on`](super::block_on) (the PostgreSQL and Redis stores block the calling thread
+/// for each). Its supertrait is [`DynStore`], which every [`Store`](super::Store) is, so
+/// that `Box<dyn Admin>` holds a store chosen at run time (the `idem` command's), and
+/// [`as_dyn_store`](DynStore::as_dyn_store) reaches its `Store` operations.
 ///
 /// The `idem` command (crate `idem-cli`) runs these for operators; its README says what
 /// each command does and refuses. In code, one scope's records are
 /// `ListQuery { key_prefix: Some(&idem::scope_prefix("acme")), ..ListQuery::default() }`,
 /// and a store of your own checks its implementation with
 /// `idem::testing::conformance::check_admin` (feature `testing`).
-pub trait Admin: Store {
+pub trait Admin: DynStore {
     /// What the store is, for messages: `SQLite /var/lib/app/idem.db`,
     /// `PostgreSQL app@db:5432/app (schema idem)`, `memory`.
     fn describe(&self) -> String;
@@ -159,14 +165,24 @@ pub trait Admin: Store {
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError>;
 
     /// The budget windows `query` selects, newest first (by start, then budget and scope).
-    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError>;
+    /// The default, for a store that keeps no budgets (no [`BudgetStore`](super::BudgetStore)),
+    /// has none.
+    fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
+        let _ = query;
+        Ok(Vec::new())
+    }
 
     /// Raises one window's limit or resets its use, recording who, when and why (the
     /// window's [`adjusted`](BudgetWindow::adjusted)); returns the window as it now stands.
     /// [`StoreError::Fenced`] when no such window was ever charged; [`StoreError::Refused`]
     /// for an adjustment without `by` or `note`, or a raise of zero or less. Nothing changes
-    /// when it fails.
-    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError>;
+    /// when it fails. The default, for a store that keeps no budgets, has no window to
+    /// change: it refuses what every store refuses, and answers [`StoreError::Fenced`] to
+    /// the rest.
+    fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
+        super::budget::check_adjustment(adjustment)?;
+        Err(StoreError::Fenced)
+    }
 }
 
 /// Whether `query` selects the record under `key`, read at `now_ms` by the store's clock:

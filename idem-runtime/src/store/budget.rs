@@ -1,11 +1,86 @@
 //! What a store keeps for budgets ([`Budget`](crate::Budget)): per budget, scope and
-//! window, how much the window used. A charge is made in the same write as the
-//! reservation it pays for ([`Store::reserve_charged`](super::Store::reserve_charged)), so
-//! concurrent first calls cannot all pass a check made before their inserts, a replay
-//! never pays (it reserves nothing), and a crash between the two cannot forget one.
+//! window, how much the window used. A store that keeps budgets implements
+//! [`BudgetStore`] beside [`Store`]: a charge is made in the same write as the reservation
+//! it pays for ([`BudgetStore::reserve_charged`]), so concurrent first calls cannot all pass
+//! a check made before their inserts, a replay never pays (it reserves nothing), and a crash
+//! between the two cannot forget one.
 //!
 //! Amounts are whole millionths (a count budget's call is [`UNIT`]): sums of them are exact,
 //! as sums of `f64` are not, and every store adds them the same way.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::{Reservation, Reserve, Store, StoreError};
+
+/// A [`Store`] that keeps budgets: what a tool with `budget = ...` needs. The memory,
+/// SQLite, PostgreSQL and Redis stores are; a store of your own that is not makes
+/// `budget = ...` a compile error at its `store = ...`, which says so.
+///
+/// A store that implements it passes
+/// [`check_budgets`](crate::testing::conformance::check_budgets), and its
+/// [`Admin`](super::Admin) lists and adjusts its windows
+/// ([`Admin::budgets`](super::Admin::budgets), [`Admin::adjust_budget`](super::Admin::adjust_budget)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` keeps no budgets",
+    label = "a tool with `budget = ...` needs a store that keeps budgets: an `idem::MemoryStore`, an `idem::SqliteStore`, an `idem::PgStore`, an `idem::RedisStore`, or a type that implements `idem::store::BudgetStore`",
+    note = "leave `store = ...` out for the default store (SQLite), which keeps them"
+)]
+pub trait BudgetStore: Store {
+    /// [`reserve`](Store::reserve) for a tool with a budget: when it creates the record, it
+    /// charges `charge` to the budget's current window (by the store's clock) in the same
+    /// atomic write, and the record remembers its charge. It makes no record and charges
+    /// nothing ([`Reservation::OverBudget`], with the window) when the charge would take the
+    /// window's use past its limit (plus what operators raised it by), unless
+    /// `charge.past_limit`, nor when it would take the window's use past `i64::MAX`
+    /// millionths, the most a window counts, even with `charge.past_limit`. Sums are exact
+    /// over the whole range (amounts and limits up to 9e12 units are 9 × 10^18 millionths:
+    /// add them without overflow, and not in doubles). A record that exists is returned as
+    /// `reserve` returns it, and nothing is charged. Of concurrent calls, the charges that
+    /// pass are exactly those that fit: the check and the charge are one step.
+    ///
+    /// Later operations keep the charge ([`complete`](Store::complete),
+    /// [`take_over`](Store::take_over), [`abandon`](Store::abandon): an effect may have
+    /// happened), except [`release`](Store::release) and
+    /// [`Admin::resolve_release`](super::Admin::resolve_release), which refund it to the
+    /// window it was charged to. [`purge`](Store::purge) removes windows that ended
+    /// [`WINDOWS_KEPT_MS`] ago or more.
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: Charge<'_>,
+    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send;
+}
+
+impl<S: BudgetStore + ?Sized> BudgetStore for &S {
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: Charge<'_>,
+    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
+        (**self).reserve_charged(request, charge)
+    }
+}
+
+impl<S: BudgetStore + ?Sized> BudgetStore for Box<S> {
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: Charge<'_>,
+    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
+        (**self).reserve_charged(request, charge)
+    }
+}
+
+impl<S: BudgetStore + ?Sized> BudgetStore for Arc<S> {
+    fn reserve_charged(
+        &self,
+        request: Reserve<'_>,
+        charge: Charge<'_>,
+    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
+        (**self).reserve_charged(request, charge)
+    }
+}
 
 /// One unit of a budget, in the millionths stores count in: a count budget's call.
 pub const UNIT: i64 = 1_000_000;
@@ -127,7 +202,7 @@ pub struct Adjustment<'a> {
     pub note: &'a str,
 }
 
-/// How long a window is kept after it ended, before [`Store::purge`](super::Store::purge)
+/// How long a window is kept after it ended, before [`Store::purge`]
 /// removes it: long enough for an operator to see last week's use.
 pub const WINDOWS_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -180,7 +255,8 @@ pub fn units(millionths: i64) -> String {
     format!("{sign}{whole}.{}", digits.trim_end_matches('0'))
 }
 
-/// What a store that keeps no budgets answers a charge.
+/// What a call answers when it would charge a store that keeps no budgets (a `Tool` built
+/// by hand: the expansion refuses `budget = ...` on such a store at compile time).
 pub(crate) fn not_kept() -> super::StoreError {
     super::StoreError::Refused(
         "this store keeps no budgets: a tool with `budget = ...` needs a store that does (memory, SQLite, PostgreSQL, Redis)"

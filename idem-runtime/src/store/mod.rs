@@ -3,9 +3,9 @@
 //! A tool author picks a store and hands it to `#[idempotent(store = ...)]`, or leaves
 //! `store` out for [the default store](#the-default-store); nothing else here is needed to
 //! write tools. The rest of this module is for store authors, operators' code and tests:
-//! the store protocol ([`Store`], [`AsyncStore`] and the types their operations take and
-//! return), the operator's [`Admin`] operations, and the constants a tool's attribute
-//! defaults to ([`DEFAULT_LEASE`], [`DEFAULT_MAX_HOLD`], [`DEFAULT_RETAIN`]).
+//! the store protocol ([`Store`], the types its operations take and return, [`DynStore`]
+//! and [`block_on`]), what not every store can do ([`BudgetStore`], the operator's
+//! [`Admin`] operations), and the constants a tool's attribute defaults to ([`DEFAULT_LEASE`], [`DEFAULT_MAX_HOLD`], [`DEFAULT_RETAIN`]).
 //!
 //! # Choosing a store
 //!
@@ -15,10 +15,11 @@
 //! | [`MemoryStore`] | Tests and single-process tools whose keys need not survive a restart. |
 //! | `PgStore` (feature `postgres`) | Many workers on many machines sharing one PostgreSQL database; leases judged by the server's clock. See [PostgreSQL](#postgresql). |
 //! | `RedisStore` (feature `redis`) | Many workers sharing one Redis or Valkey server; as durable as the server's persistence settings, which the module [`redis`](redis/index.html) tabulates. |
-//! | your own | Any type implementing [`Store`] (sync tools) and [`AsyncStore`] (async tools): see [A store of your own](#a-store-of-your-own-for-store-authors). |
+//! | your own | Any type implementing [`Store`], for async and sync tools alike: see [A store of your own](#a-store-of-your-own-for-store-authors). |
 //!
 //! `store = expr` is evaluated on every call and may be any of these, also behind `&`,
-//! `Box` or `Arc`, or a `static` (`store = *STORE` for a `LazyLock`). A store keeps one
+//! `Box` or `Arc`, a [`DynStore`] (`Arc<dyn DynStore>`), or a `static` (`store = *STORE`
+//! for a `LazyLock`). A store keeps one
 //! record per `(namespace, key)`. Atomicity comes from the store's own unique constraint
 //! or transaction, never from a check-then-insert in Rust: two callers that reserve the
 //! same key at the same moment get exactly one [`Reservation::Acquired`].
@@ -122,43 +123,106 @@
 //!
 //! # A store of your own (for store authors)
 //!
-//! Any type implementing [`Store`] (sync tools) and [`AsyncStore`] (async tools) can be a
-//! store. A store whose operations are quick and local implements `Store` only and is
-//! wrapped in [`FromSync`], which serves sync and async tools alike (`static STORE:
-//! LazyLock<FromSync<MyStore>> = LazyLock::new(|| FromSync(MyStore::new()));`); implement
-//! `AsyncStore` yourself for one that waits on a network. A tool's generated
-//! `<fn>_record_id(...)` names its record ([`OwnedRecordId`]) for code that reads or
-//! settles it through a store. `idem::testing::conformance::check_store` (feature
-//! `testing`) runs the shared store checks against it, and `check_async_store` the same
-//! checks through its async impl; the memory, SQLite, PostgreSQL and Redis stores all run that
-//! one suite. Implement [`Admin`] too for the `idem` command's operations.
-//!
-//! # Calling store operations (for store authors)
-//!
-//! `Store` and `AsyncStore` name their operations alike, so on a type that implements both
-//! (every bundled store, [`FromSync`]), `store.read(id)` with both traits in scope is
-//! ambiguous (error E0034). Name the trait: `Store::read(&store, id)` answers at once
-//! (for `PgStore` it blocks the calling thread, so call it outside async code), and
-//! `AsyncStore::read(&store, id).await` is the async form. With only one of the traits
-//! imported, `store.read(id)` calls that one.
+//! A store implements [`Store`], once: eight operations, each an `async fn`, which serve
+//! async and sync tools alike. An async tool awaits them on its own task; a sync tool waits
+//! for them on its own thread through [`block_on`], as reqwest's blocking client waits for
+//! its async one. A store whose operations answer at once (in memory, on a local file)
+//! simply never awaits: its futures are ready when first polled, and a sync tool's call
+//! allocates nothing for them. A store that waits on a network must make progress while a
+//! sync caller's thread is parked, which may be a thread of the caller's tokio runtime: the
+//! PostgreSQL and Redis stores run such a caller's IO on a thread of their own.
 //!
 //! ```
 //! # extern crate idem_runtime as idem;
+//! use std::sync::LazyLock;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
-//! use idem::MemoryStore;
-//! use idem::store::{AsyncStore, RecordId, Reservation, Reserve, Store};
+//! use idem::store::{Completion, MemoryStore, Record, RecordId, Renew, Reservation, Reserve};
+//! use idem::store::{Store, StoreError, Token, block_on};
 //!
-//! let store = MemoryStore::new();
+//! /// A store of your own: it counts reservations, and keeps its records in a `MemoryStore`.
+//! #[derive(Default)]
+//! struct CountingStore {
+//!     records: MemoryStore,
+//!     reserved: AtomicUsize,
+//! }
+//!
+//! impl Store for CountingStore {
+//!     async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+//!         self.reserved.fetch_add(1, Ordering::Relaxed);
+//!         self.records.reserve(request).await
+//!     }
+//!     async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+//!         self.records.take_over(id, expired, lease).await
+//!     }
+//!     async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+//!         self.records.renew(renewal).await
+//!     }
+//!     async fn complete(
+//!         &self,
+//!         id: RecordId<'_>,
+//!         token: Token,
+//!         completion: Completion<'_>,
+//!         retain: Duration,
+//!     ) -> Result<(), StoreError> {
+//!         self.records.complete(id, token, completion, retain).await
+//!     }
+//!     async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+//!         self.records.release(id, token).await
+//!     }
+//!     async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+//!         self.records.abandon(id, token).await
+//!     }
+//!     async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+//!         self.records.read(id).await
+//!     }
+//!     async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+//!         self.records.purge(limit).await
+//!     }
+//! }
+//!
+//! // For async and sync tools alike: `#[idempotent(key = "...", store = *STORE)]`.
+//! static STORE: LazyLock<CountingStore> = LazyLock::new(CountingStore::default);
+//!
+//! // What a sync tool's call does with it: wait for each operation on its own thread.
 //! let id = RecordId { namespace: "billing.invoices", key: "invoice:acme:2026-10" };
 //! let reserve = Reserve { id, request: "{}", lease: Duration::from_secs(30) };
-//! assert!(matches!(Store::reserve(&store, reserve), Ok(Reservation::Acquired { .. })));
-//! assert!(Store::read(&store, id).unwrap().is_some());
-//! # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-//! # runtime.block_on(async {
-//! // In async code, the same record through `AsyncStore`:
-//! assert!(AsyncStore::read(&store, id).await.unwrap().is_some());
-//! # });
+//! assert!(matches!(block_on(STORE.reserve(reserve)), Ok(Reservation::Acquired { .. })));
+//! assert_eq!(STORE.reserved.load(Ordering::Relaxed), 1);
+//!
+//! // The checks every store passes (feature `testing`):
+//! # #[cfg(feature = "testing")]
+//! idem::testing::conformance::check_store(CountingStore::default);
 //! ```
+//!
+//! What not every store can do is a trait of its own beside [`Store`], as `object_store`
+//! keeps `MultipartStore` beside `ObjectStore`:
+//!
+//! - [`BudgetStore`]: a store that keeps budgets (`reserve_charged`, a reservation and its
+//!   charge in one atomic write). A tool with `budget = ...` on a store without it does not
+//!   compile: the error, at its `store = ...`, says that the store keeps no budgets and
+//!   which stores do. Every bundled store is one.
+//! - [`Admin`]: the `idem` command's operations (listing and counting records, settling a
+//!   stuck key by hand, reading and adjusting budget windows). They are sync, as their
+//!   caller, the operator's command, is; a network store waits in them with [`block_on`].
+//!   Its supertrait is [`DynStore`], which every [`Store`] is, so that `Box<dyn Admin>`
+//!   holds a store chosen at run time.
+//!
+//! `idem::testing::conformance::check_store` (feature `testing`) runs the checks every store
+//! must pass (the memory, SQLite, PostgreSQL and Redis stores all run that one suite);
+//! `check_budgets`, `check_admin` and `check_approvals` check the rest. A tool's generated
+//! `<fn>_record_id(...)` names its record ([`OwnedRecordId`]) for code that reads or
+//! settles it through a store.
+//!
+//! A store whose type is chosen at run time is a [`DynStore`]: `Arc<dyn DynStore>` (or
+//! `Box`, `&`) is a store too, the erased form of any [`Store`], whose operations box their
+//! futures.
+//!
+//! # Calling store operations (for store authors)
+//!
+//! In async code, await them: `store.read(id).await`. In sync code, wait for them with
+//! [`block_on`]: `block_on(store.read(id))`, which parks the calling thread while the
+//! operation waits, and is safe for the bundled stores on any thread (see [`block_on`]).
 //!
 //! # What may grow (for store authors)
 //!
@@ -167,39 +231,44 @@
 //! must handle, so it should break a store's build rather than be ignored. The same holds
 //! for [`ListQuery`], whose every field is a condition an [`Admin`] must apply (callers
 //! write `..ListQuery::default()`). [`RecordState`] and [`StateFilter`] are
-//! non-exhaustive: later versions add states (approvals come next), which code that
-//! matches them must meet with a `_` arm. [`ListedRecord`] and [`StateCount`] are
+//! non-exhaustive: later versions may add states, which code that matches them must meet
+//! with a `_` arm. [`ListedRecord`] and [`StateCount`] are
 //! non-exhaustive reports: read their fields, build them with `new`.
 
-mod adapter;
 mod admin;
-#[cfg(any(feature = "postgres", feature = "redis"))]
 mod blocking;
 pub mod budget;
 mod defaults;
+mod erased;
 mod failure;
 mod memory;
 pub(crate) mod once;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+mod protocol;
+mod record;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod sqlite;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
-pub use adapter::FromSync;
-pub(crate) use adapter::async_store_from_sync;
 pub use admin::{Admin, ListQuery, ListedRecord, StateCount, StateFilter};
+pub use blocking::block_on;
+pub(crate) use blocking::wait;
+pub use budget::BudgetStore;
 pub use defaults::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE};
+pub use erased::{BoxFuture, DynStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PgStore, PgStoreBuilder};
+pub use protocol::Store;
+pub use record::{
+    Completion, OwnedRecordId, Record, RecordId, RecordState, Renew, Reservation, Reserve, StoreError, Token,
+};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::{RedisStore, RedisStoreBuilder};
@@ -236,373 +305,4 @@ pub(crate) fn duration_ms(duration: Duration) -> i64 {
 pub(crate) fn now_ms() -> i64 {
     let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     duration_ms(since_epoch)
-}
-
-/// Runs a future that never waits to its end: a sync tool's drive over a sync store, or a
-/// store operation of a store whose futures are ready at once (`FromSync`). It takes the
-/// future pinned where it was made, so a large state machine is not moved.
-pub(crate) fn ready_now<F: Future>(future: Pin<&mut F>) -> F::Output {
-    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-        std::task::Poll::Ready(output) => output,
-        std::task::Poll::Pending => unreachable!("a sync store's operation waited: every step of it is ready at once"),
-    }
-}
-
-/// Which record: the tool's namespace and the derived key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RecordId<'a> {
-    /// The tool's identity (by default `module::path::fn_name`), so two tools with the same
-    /// template text never share keys by accident.
-    pub namespace: &'a str,
-    /// The derived key, e.g. `invoice:acme:2026-10`.
-    pub key: &'a str,
-}
-
-/// A [`RecordId`] that owns its key: what a tool's generated `<tool>_record_id(...)`
-/// returns for the key's fields, so that code reading or settling a tool's records through
-/// a [`Store`] never spells the namespace out by hand.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct OwnedRecordId {
-    /// The tool's namespace.
-    pub namespace: &'static str,
-    /// The derived key.
-    pub key: crate::Key,
-}
-
-impl OwnedRecordId {
-    /// The borrowed form that [`Store`] and [`AsyncStore`] methods take.
-    pub fn as_record_id(&self) -> RecordId<'_> {
-        RecordId { namespace: self.namespace, key: self.key.as_str() }
-    }
-}
-
-/// A fencing token: proof of holding a reservation. Tokens only grow: a newer holder of a
-/// key always has a larger token than any earlier one, so a late finisher cannot complete
-/// or release a record that is no longer its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Token(pub u64);
-
-/// A request to reserve a key before the body runs.
-#[derive(Clone, Copy, Debug)]
-pub struct Reserve<'a> {
-    /// The record to create.
-    pub id: RecordId<'a>,
-    /// The compared fields as canonical JSON (`{}` when there are none), kept with the
-    /// reservation so that every later call is compared against the first.
-    pub request: &'a str,
-    /// How long the reservation holds without a completion before it counts as abandoned.
-    pub lease: Duration,
-}
-
-/// A renewal of a reservation's lease by its holder, whose body is still running: what
-/// keeps a slow call's key its own for as long as it runs (see [`Store::renew`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Renew<'a> {
-    /// The record held.
-    pub id: RecordId<'a>,
-    /// The holder's token.
-    pub token: Token,
-    /// The new lease, counted from now by the store's clock.
-    pub lease: Duration,
-    /// A short progress message to keep with the reservation (`idem::progress`); `None`
-    /// leaves the stored one as it is.
-    pub progress: Option<&'a str>,
-}
-
-/// What a reservation attempt found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reservation {
-    /// The caller now holds the key and must complete or release it with `token`.
-    Acquired {
-        /// Fences this holder's completion and release.
-        token: Token,
-    },
-    /// A record for the key exists already.
-    Existing(Record),
-    /// No record exists, but the charge would take its budget window past its limit: no
-    /// record was made and nothing was charged ([`Store::reserve_charged`] only).
-    OverBudget(budget::BudgetWindow),
-}
-
-/// A stored record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
-    /// The compared fields of the first call, as canonical JSON.
-    pub request: String,
-    /// The holder's (or the last holder's) fencing token.
-    pub token: Token,
-    /// When the reservation was made, in milliseconds since the Unix epoch, by the
-    /// store's clock.
-    pub created_at_ms: i64,
-    /// When the record last changed (reserved, renewed, taken over, completed), by the
-    /// store's clock.
-    pub updated_at_ms: i64,
-    /// For a settled record: until when it is kept. [`Store::purge`] removes it afterwards.
-    pub retain_until_ms: Option<i64>,
-    /// Where the record stands.
-    pub state: RecordState,
-}
-
-/// Where a record stands.
-///
-/// Non-exhaustive: a later idem may add states (approvals come next), so code that matches
-/// one needs a `_` arm; a store still builds each variant as it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RecordState {
-    /// Reserved and not yet settled.
-    InProgress {
-        /// When the lease ends, by the store's clock.
-        lease_until_ms: i64,
-        /// Whether the lease has ended, judged by the store's clock (for PostgreSQL, the
-        /// server's), never a worker's.
-        lease_expired: bool,
-        /// The last progress message the running body reported (`idem::progress`), if any.
-        progress: Option<String>,
-    },
-    /// The body succeeded; its result as JSON.
-    Completed {
-        /// The serialized result.
-        result: String,
-    },
-    /// The body failed and the tool keeps errors as final (`on_error = keep`); the error
-    /// as JSON.
-    Failed {
-        /// The serialized error.
-        error: String,
-    },
-}
-
-impl RecordState {
-    /// The state a bundled store's row holds, from its `state`, `result` and lease
-    /// (end, ended) columns, or why the row breaks the invariants every store keeps: a
-    /// known state, a lease for an in-progress record, a result for a settled one.
-    /// `result` is only looked at for settled states and `lease` only for in-progress ones,
-    /// so a store need not read what the state does not use.
-    pub(crate) fn from_columns(
-        state: &str,
-        result: Option<String>,
-        lease: (Option<i64>, Option<bool>),
-        progress: Option<String>,
-    ) -> Result<RecordState, String> {
-        match (state, result, lease) {
-            ("in_progress", _, (Some(lease_until_ms), Some(lease_expired))) => {
-                Ok(RecordState::InProgress { lease_until_ms, lease_expired, progress })
-            }
-            ("in_progress", _, _) => Err("in progress without a lease end".to_owned()),
-            ("completed", Some(result), _) => Ok(RecordState::Completed { result }),
-            ("failed", Some(error), _) => Ok(RecordState::Failed { error }),
-            ("completed" | "failed", None, _) => Err("settled without a result".to_owned()),
-            (other, ..) => Err(format!("unknown state {other:?}")),
-        }
-    }
-}
-
-/// How a reservation is settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Completion<'a> {
-    /// The body succeeded with this result, as JSON.
-    Success(&'a str),
-    /// The body failed with this error, as JSON, and the error is kept as the final answer.
-    KeptError(&'a str),
-}
-
-/// Why a store operation failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The token no longer holds the record: its lease was taken over, or it was released
-    /// or completed already. The record was not changed.
-    Fenced,
-    /// The stored record cannot be read (unknown state, malformed columns).
-    Corrupt(String),
-    /// The record is locked by a writer that has not committed yet, such as a
-    /// [`PgStore::begin`](postgres::PgStore::begin) transaction still open: the key is in
-    /// progress, but its record cannot be read until that writer ends. Nothing changed. A
-    /// tool call is told `IN_PROGRESS`.
-    Locked,
-    /// The backend failed: I/O, driver, lock timeout, unreachable server.
-    Backend(Box<dyn std::error::Error + Send + Sync>),
-    /// An operator's operation was refused for what it asked (the message says why), such
-    /// as a budget adjustment without a note. Nothing changed.
-    Refused(String),
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Fenced => f.write_str("the reservation is no longer held by this token"),
-            StoreError::Corrupt(what) => write!(f, "corrupt record: {what}"),
-            StoreError::Locked => f.write_str("the record is locked by a transaction that has not committed yet"),
-            StoreError::Backend(error) => write!(f, "store failed: {error}"),
-            StoreError::Refused(why) => write!(f, "refused: {why}"),
-        }
-    }
-}
-
-impl StoreError {
-    /// Whether the store gave up waiting for an answer: a [`Backend`](StoreError::Backend)
-    /// error that is, or was caused by, an [`std::io::Error`] of kind `TimedOut`.
-    pub(crate) fn ran_out_of_time(&self) -> bool {
-        let StoreError::Backend(error) = self else { return false };
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**error);
-        while let Some(error) = cause {
-            if error.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
-                return true;
-            }
-            cause = error.source();
-        }
-        false
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StoreError::Backend(error) => Some(&**error),
-            _ => None,
-        }
-    }
-}
-
-/// A store for sync tools.
-///
-/// Implementations must make [`reserve`](Store::reserve) atomic per [`RecordId`]: of any
-/// number of concurrent calls for one id, across threads and (for shared stores)
-/// processes, at most one gets [`Reservation::Acquired`] while a record exists.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an idem store for sync tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::Store`",
-    note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
-)]
-pub trait Store: Send + Sync {
-    /// Creates an in-progress record for `request.id` and returns its token, or returns the
-    /// record that exists already. An in-progress record whose lease has ended is returned
-    /// as it is (with `lease_expired: true`), never taken over silently.
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError>;
-
-    /// [`reserve`](Store::reserve) for a tool with a budget: when it creates the record, it
-    /// charges `charge` to the budget's current window (by the store's clock) in the same
-    /// atomic write, and the record remembers its charge. It makes no record and charges
-    /// nothing ([`Reservation::OverBudget`], with the window) when the charge would take the
-    /// window's use past its limit (plus what operators raised it by), unless
-    /// `charge.past_limit`, nor when it would take the window's use past `i64::MAX`
-    /// millionths, the most a window counts, even with `charge.past_limit`. Sums are exact
-    /// over the whole range (amounts and limits up to 9e12 units are 9 × 10^18 millionths:
-    /// add them without overflow, and not in doubles). A record that exists is returned as
-    /// `reserve` returns it, and nothing is charged. Of concurrent calls, the charges that
-    /// pass are exactly those that fit: the check and the charge are one step.
-    ///
-    /// Later operations keep the charge ([`complete`](Store::complete),
-    /// [`take_over`](Store::take_over), [`abandon`](Store::abandon): an effect may have
-    /// happened), except [`release`](Store::release) and
-    /// [`Admin::resolve_release`], which refund it to the window it was charged to.
-    ///
-    /// The default keeps no budgets: it refuses ([`StoreError::Refused`]), so a tool with a
-    /// budget on such a store never runs its body. A store that keeps them overrides it and
-    /// passes [`check_budgets`](crate::testing::conformance::check_budgets).
-    fn reserve_charged(&self, request: Reserve<'_>, charge: budget::Charge<'_>) -> Result<Reservation, StoreError> {
-        let _ = (request, charge);
-        Err(budget::not_kept())
-    }
-
-    /// Takes over an abandoned reservation to reconcile it: succeeds only while `expired`
-    /// still holds the record and its lease has ended by the store's clock, and returns a
-    /// new, larger token with a fresh `lease`. [`StoreError::Fenced`] otherwise (another
-    /// caller took it over first, or the record changed); then nothing changes. Of any
-    /// number of concurrent callers, at most one succeeds.
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError>;
-
-    /// Extends the lease of the in-progress record held by `renewal.token` to
-    /// `renewal.lease` from now, by the store's clock, and keeps `renewal.progress` with it.
-    /// It succeeds while the token holds the record, even after its lease ended, as long as
-    /// nobody took it over. [`StoreError::Fenced`] when the token no longer holds it (taken
-    /// over, released, completed); then nothing changes and the holder knows its key is
-    /// gone. idem calls it while a body runs, every third of the lease.
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError>;
-
-    /// Settles the in-progress record held by `token`, to be kept for at least `retain`.
-    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
-    ///
-    /// idem writes a completion that failed with [`StoreError::Backend`] up to 3 times,
-    /// unless the failure says the store waited its whole deadline for an answer (its error
-    /// is, or has as a [`source`](std::error::Error::source), an [`std::io::Error`] of kind
-    /// [`TimedOut`](std::io::ErrorKind::TimedOut)): another attempt would make the caller
-    /// wait as long again, and what was sent may still land once the store answers.
-    fn complete(
-        &self,
-        id: RecordId<'_>,
-        token: Token,
-        completion: Completion<'_>,
-        retain: Duration,
-    ) -> Result<(), StoreError>;
-
-    /// Deletes the in-progress record held by `token`, so that a retry may run the body.
-    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError>;
-
-    /// Ends the lease of the in-progress record held by `token` now, so that it reads as
-    /// abandoned: for a reconciliation that could not tell what happened.
-    /// [`StoreError::Fenced`] when `token` no longer holds it; then nothing changes.
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError>;
-
-    /// Reads a record. Never creates or changes one.
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError>;
-
-    /// Deletes at most `limit` settled (completed or failed) records whose retention has
-    /// ended by the store's clock, and returns how many it deleted. Never deletes
-    /// in-progress records, abandoned or not: their outcome is not known. Budget windows
-    /// that ended [`budget::WINDOWS_KEPT_MS`] ago or more go too (not counted).
-    fn purge(&self, limit: usize) -> Result<usize, StoreError>;
-}
-
-/// A boxed, sendable future, as [`AsyncStore`] methods return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A store for async tools: the same operations and guarantees as [`Store`].
-///
-/// A store whose operations answer at once (in memory, a local file) need not implement
-/// it: wrap a [`Store`] in [`FromSync`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an idem store for async tools",
-    label = "`store = ...` must be a store: an `idem::SqliteStore`, an `idem::MemoryStore`, or a type that implements `idem::store::AsyncStore`",
-    note = "the store may be behind `&`, `Box` or `Arc`; `store = self.store` reads a field of the tool's receiver"
-)]
-pub trait AsyncStore: Send + Sync {
-    /// See [`Store::reserve`].
-    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>>;
-    /// See [`Store::reserve_charged`]; the default keeps no budgets and refuses.
-    fn reserve_charged<'a>(
-        &'a self,
-        request: Reserve<'a>,
-        charge: budget::Charge<'a>,
-    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        let _ = (request, charge);
-        Box::pin(std::future::ready(Err(budget::not_kept())))
-    }
-    /// See [`Store::take_over`].
-    fn take_over<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        expired: Token,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Token, StoreError>>;
-    /// See [`Store::renew`].
-    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// See [`Store::complete`].
-    fn complete<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-        completion: Completion<'a>,
-        retain: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// See [`Store::release`].
-    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// See [`Store::abandon`].
-    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// See [`Store::read`].
-    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>>;
-    /// See [`Store::purge`].
-    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>>;
 }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::{AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, StoreError};
+use super::{Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError};
 
 /// How long a written value's record holds its lease before it is completed: nothing
 /// waits on it, it only marks a writer that stopped between its two steps.
@@ -26,7 +26,7 @@ pub(crate) enum Put {
 }
 
 /// Writes `value` under `id` unless a value is there already; see [`Put`]. Never waits.
-pub(crate) async fn put<S: AsyncStore + ?Sized>(
+pub(crate) async fn put<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     value: &str,
@@ -46,10 +46,7 @@ pub(crate) async fn put<S: AsyncStore + ?Sized>(
 }
 
 /// The value written under `id`, and when it was written (by the store's clock), if any.
-pub(crate) async fn get<S: AsyncStore + ?Sized>(
-    store: &S,
-    id: RecordId<'_>,
-) -> Result<Option<(String, i64)>, StoreError> {
+pub(crate) async fn get<S: Store + ?Sized>(store: &S, id: RecordId<'_>) -> Result<Option<(String, i64)>, StoreError> {
     let record = store.read(id).await?;
     Ok(record.map(|record| (value_of(record.request, record.state), record.created_at_ms)))
 }
@@ -66,7 +63,7 @@ fn value_of(request: String, state: RecordState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{FromSync, MemoryStore};
+    use crate::store::MemoryStore;
 
     const KEPT: Duration = Duration::from_secs(3600);
 
@@ -85,7 +82,7 @@ mod tests {
 
     #[test]
     fn the_first_value_stands() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         assert_eq!(now(get(&store, id("k"))).unwrap(), None);
         assert_eq!(now(put(&store, id("k"), "1", KEPT)).unwrap(), Put::Written);
         assert_eq!(now(put(&store, id("k"), "2", KEPT)).unwrap(), Put::Found("1".into()));
@@ -94,19 +91,19 @@ mod tests {
 
     #[test]
     fn a_value_stands_from_its_reservation_even_if_its_writer_stopped() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         // A writer that reserved and stopped before completing: its value stands.
         let stopped = Reserve { id: id("k"), request: "1", lease: Duration::ZERO };
-        now(AsyncStore::reserve(&store, stopped)).unwrap();
+        now(store.reserve(stopped)).unwrap();
         assert_eq!(now(get(&store, id("k"))).unwrap().map(|(value, _)| value).as_deref(), Some("1"));
         assert_eq!(now(put(&store, id("k"), "2", KEPT)).unwrap(), Put::Found("1".into()));
     }
 
     #[test]
     fn a_written_value_is_completed_for_its_retention() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         assert_eq!(now(put(&store, id("k"), "1", KEPT)).unwrap(), Put::Written);
-        let record = now(AsyncStore::read(&store, id("k"))).unwrap().unwrap();
+        let record = now(store.read(id("k"))).unwrap().unwrap();
         assert_eq!(record.state, RecordState::Completed { result: "1".into() });
         assert!(record.retain_until_ms.is_some());
     }

@@ -15,11 +15,10 @@
 //! | to test | use | what it checks |
 //! | --- | --- | --- |
 //! | a tool of yours against the ways agents retry | [`matrix::RetryMatrix`], then [`MatrixReport::check`](matrix::MatrixReport::check) | the article's five retry scenarios (the first call times out while its work goes on, a retry at once, a retry later with reworded free text, another amount, two calls at once): each answer, and exactly one effect per action |
-//! | a store of your own, sync | [`conformance::check_store`]`(make_store)` | every promise the tool runtime relies on: atomic reservation, fencing, byte-exact replay, lease renewal, retention |
-//! | the same store through its async impl | [`conformance::check_async_store`]`(make_store)` | the same checks through [`AsyncStore`](crate::store::AsyncStore) |
+//! | a store of your own | [`conformance::check_store`]`(make_store)` | every promise the tool runtime relies on: atomic reservation, fencing, byte-exact replay, lease renewal, retention (each operation waited for as a sync tool waits, [`block_on`](crate::store::block_on)) |
 //! | its operator operations | [`conformance::check_admin`]`(make_store)` | [`Admin`](crate::store::Admin): list, count, resolve, reopen, purge |
 //! | approvals on it | [`conformance::check_approvals`]`(make_store)` | one request per action under a race of 16, one decision that stands under a race of 16 deciders, the pending listing, expiry, reopen |
-//! | budgets on it | [`conformance::check_budgets`]`(make_store)` | [`Store::reserve_charged`](crate::store::Store::reserve_charged): exactly 5 of 32 racing first calls acquire against a budget of 5 (in several trials), a replay or a refusal charges nothing, release and `resolve_release` refund, settling keeps the charge, exact sums, separate windows per budget and scope, the listing, operators' adjustments |
+//! | budgets on it | [`conformance::check_budgets`]`(make_store)` | [`BudgetStore::reserve_charged`](crate::store::BudgetStore::reserve_charged): exactly 5 of 32 racing first calls acquire against a budget of 5 (in several trials), a replay or a refusal charges nothing, release and `resolve_release` refund, settling keeps the charge, exact sums, separate windows per budget and scope, the listing, operators' adjustments |
 //! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
 //! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
 //!

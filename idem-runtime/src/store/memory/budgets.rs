@@ -3,11 +3,32 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::StoreError;
+use super::{Entry, MemoryStore};
 use crate::store::budget::{
     Adjusted, Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, WINDOWS_KEPT_MS, change_text,
     check_adjustment, raised_by, takes, window_start,
 };
+use crate::store::{BudgetStore, Reservation, Reserve, StoreError, now_ms};
+
+/// A charged reservation is one change of the map, under its one lock.
+impl BudgetStore for MemoryStore {
+    async fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        let mut records = self.lock();
+        let now = now_ms();
+        if let Some(existing) = records.get(request.id) {
+            return existing.to_record(request.id, now).map(Reservation::Existing);
+        }
+        let charged = match records.budgets.charge(&charge, now) {
+            Ok(charged) => charged,
+            Err(window) => return Ok(Reservation::OverBudget(window)),
+        };
+        let entry = Entry::reserved(&request, now, Some(charged));
+        let token = entry.token;
+        let keys = records.keys.entry(request.id.namespace.to_owned()).or_default();
+        keys.insert(request.id.key.to_owned(), entry);
+        Ok(Reservation::Acquired { token })
+    }
+}
 
 /// Windows by (budget, scope, start).
 #[derive(Debug, Default)]

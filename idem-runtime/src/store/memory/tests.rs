@@ -1,6 +1,9 @@
 //! MemoryStore against the conformance suite, and what is particular to it.
 
+use std::time::Duration;
+
 use super::*;
+use crate::store::{Reservation, Reserve, Store, block_on};
 use crate::testing::conformance::{check_store, check_unknown_state};
 
 #[test]
@@ -16,7 +19,7 @@ fn passes_the_conformance_checks() {
 fn tokens_grow_across_stores() {
     let id = RecordId { namespace: "memory-test", key: "k" };
     let reserve = Reserve { id, request: "{}", lease: Duration::from_secs(60) };
-    let token = |store: &MemoryStore| match store.reserve(reserve).unwrap() {
+    let token = |store: &MemoryStore| match block_on(store.reserve(reserve)).unwrap() {
         Reservation::Acquired { token } => token,
         other => panic!("expected Acquired, got {other:?}"),
     };

@@ -25,20 +25,21 @@ use super::schema::{Sql, set_lock_timeout};
 use super::transaction::both;
 use super::{IDEM_LOCK_WAIT, PgStore, backend, duration_ms};
 use crate::store::budget::{Adjusted, BudgetWindow, Charge, takes};
-use crate::store::{RecordId, Reservation, Reserve, StoreError, Token};
+use crate::store::{BudgetStore, RecordId, Reservation, Reserve, StoreError, Token};
 
 /// How often a charged reservation tries again when the record it lost to vanished
 /// before it was read.
 const RESERVE_ROUNDS: usize = 3;
 
+/// A charged reservation: see the module's docs.
+impl BudgetStore for PgStore {
+    async fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        self.operation("reserve", self.reserve_charging(request, charge)).await
+    }
+}
+
 impl PgStore {
-    /// [`AsyncStore::reserve_charged`](crate::store::AsyncStore::reserve_charged): see the
-    /// module's docs.
-    pub(super) async fn reserve_charging(
-        &self,
-        request: Reserve<'_>,
-        charge: Charge<'_>,
-    ) -> Result<Reservation, StoreError> {
+    async fn reserve_charging(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
         let id = request.id;
         let lease = duration_ms(request.lease);
         let mut conn = self.conn().await?;
@@ -116,7 +117,7 @@ impl PgStore {
         ))
     }
 
-    /// [`AsyncStore::release`](crate::store::AsyncStore::release): deletes the record and
+    /// [`Store::release`](crate::store::Store::release): deletes the record and
     /// refunds its charge in one statement. When that statement gives up waiting for the
     /// window's row (locked by charges queueing there), it runs again in a transaction that
     /// waits as long as a charge does.

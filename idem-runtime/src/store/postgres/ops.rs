@@ -7,13 +7,9 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use super::pool::block_on;
 use super::schema::Sql;
 use super::{PgStore, backend, duration_ms};
-use crate::store::{
-    AsyncStore, BoxFuture, Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError,
-    Token,
-};
+use crate::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 /// How often `reserve` tries again when the record it lost to vanished before it was read.
 const RESERVE_ROUNDS: usize = 3;
@@ -183,137 +179,68 @@ pub(super) fn unix_ms(time: SystemTime) -> i64 {
     }
 }
 
-impl AsyncStore for PgStore {
-    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(self.operation("reserve", self.reserve_async(request)))
-    }
-
-    fn reserve_charged<'a>(
-        &'a self,
-        request: Reserve<'a>,
-        charge: crate::store::budget::Charge<'a>,
-    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(self.operation("reserve", self.reserve_charging(request, charge)))
-    }
-
-    fn take_over<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        expired: Token,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Token, StoreError>> {
-        Box::pin(async move {
-            let expired = db_token(expired)?;
-            let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &expired, &duration_ms(lease)];
-            match self.operation("take over", self.query_opt(Sql::TakeOver, &params)).await? {
-                Some(row) => token_of(id, row.try_get(0)),
-                None => Err(StoreError::Fenced),
-            }
-        })
-    }
-
-    fn complete<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-        completion: Completion<'a>,
-        retain: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let token = db_token(token)?;
-            let (state, result) = match completion {
-                Completion::Success(result) => ("completed", result),
-                Completion::KeptError(error) => ("failed", error),
-            };
-            let params: [&(dyn ToSql + Sync); 6] =
-                [&id.namespace, &id.key, &token, &state, &result, &duration_ms(retain)];
-            self.operation("complete", self.execute_fenced(Sql::Complete, &params)).await
-        })
-    }
-
-    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let token = db_token(renewal.token)?;
-            let Renew { id, lease, progress, .. } = renewal;
-            let params: [&(dyn ToSql + Sync); 5] = [&id.namespace, &id.key, &token, &duration_ms(lease), &progress];
-            self.operation("renew", self.execute_fenced(Sql::Renew, &params)).await
-        })
-    }
-
-    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.operation("release", self.release_refunding(id, token)))
-    }
-
-    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let token = db_token(token)?;
-            let params: [&(dyn ToSql + Sync); 3] = [&id.namespace, &id.key, &token];
-            self.operation("abandon", self.execute_fenced(Sql::Abandon, &params)).await
-        })
-    }
-
-    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-        Box::pin(async move {
-            let params: [&(dyn ToSql + Sync); 2] = [&id.namespace, &id.key];
-            let row = self.operation("read", self.query_opt(Sql::Read, &params)).await?;
-            row.map(|row| decode(id, &row, 0)).transpose()
-        })
-    }
-
-    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(async move {
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let purged = async {
-                let mut conn = self.conn().await?;
-                let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
-                conn.client.execute(&statement, &[&limit]).await.map_err(backend)
-            };
-            let deleted = self.operation("purge", purged).await?;
-            Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
-        })
-    }
-}
-
-/// The sync entry, for sync tools: each call blocks the calling thread until the server
-/// answers. It never needs the caller's async runtime, so it is safe inside one too.
 impl Store for PgStore {
-    fn reserve_charged(
-        &self,
-        request: Reserve<'_>,
-        charge: crate::store::budget::Charge<'_>,
-    ) -> Result<Reservation, StoreError> {
-        block_on(AsyncStore::reserve_charged(self, request, charge))
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        self.operation("reserve", self.reserve_async(request)).await
     }
 
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        block_on(AsyncStore::reserve(self, request))
+    async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        let expired = db_token(expired)?;
+        let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &expired, &duration_ms(lease)];
+        match self.operation("take over", self.query_opt(Sql::TakeOver, &params)).await? {
+            Some(row) => token_of(id, row.try_get(0)),
+            None => Err(StoreError::Fenced),
+        }
     }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        block_on(AsyncStore::take_over(self, id, expired, lease))
-    }
-    fn complete(
+
+    async fn complete(
         &self,
         id: RecordId<'_>,
         token: Token,
         completion: Completion<'_>,
         retain: Duration,
     ) -> Result<(), StoreError> {
-        block_on(AsyncStore::complete(self, id, token, completion, retain))
+        let token = db_token(token)?;
+        let (state, result) = match completion {
+            Completion::Success(result) => ("completed", result),
+            Completion::KeptError(error) => ("failed", error),
+        };
+        let params: [&(dyn ToSql + Sync); 6] = [&id.namespace, &id.key, &token, &state, &result, &duration_ms(retain)];
+        self.operation("complete", self.execute_fenced(Sql::Complete, &params)).await
     }
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
-        block_on(AsyncStore::renew(self, renewal))
+
+    async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        let token = db_token(renewal.token)?;
+        let Renew { id, lease, progress, .. } = renewal;
+        let params: [&(dyn ToSql + Sync); 5] = [&id.namespace, &id.key, &token, &duration_ms(lease), &progress];
+        self.operation("renew", self.execute_fenced(Sql::Renew, &params)).await
     }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(AsyncStore::release(self, id, token))
+
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.operation("release", self.release_refunding(id, token)).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(AsyncStore::abandon(self, id, token))
+
+    async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        let token = db_token(token)?;
+        let params: [&(dyn ToSql + Sync); 3] = [&id.namespace, &id.key, &token];
+        self.operation("abandon", self.execute_fenced(Sql::Abandon, &params)).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        block_on(AsyncStore::read(self, id))
+
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        let params: [&(dyn ToSql + Sync); 2] = [&id.namespace, &id.key];
+        let row = self.operation("read", self.query_opt(Sql::Read, &params)).await?;
+        row.map(|row| decode(id, &row, 0)).transpose()
     }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        block_on(AsyncStore::purge(self, limit))
+
+    async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let purged = async {
+            let mut conn = self.conn().await?;
+            let statement = conn.statement(&self.inner.queries, Sql::Purge).await?;
+            conn.client.execute(&statement, &[&limit]).await.map_err(backend)
+        };
+        let deleted = self.operation("purge", purged).await?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
 }
 
@@ -327,7 +254,7 @@ impl PgStore {
              VALUES ($1, $2, $3, '{{}}', now(), now())",
             self.schema()
         );
-        block_on(async {
+        super::pool::block_on(async {
             let conn = self.conn().await?;
             conn.client.execute(&sql, &[&id.namespace, &id.key, &state]).await.map(drop).map_err(backend)
         })

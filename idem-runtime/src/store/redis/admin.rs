@@ -5,17 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use redis::Value;
-
 use super::RedisStore;
-use super::fields::{
-    self, legacy_window_prefix, namespace_prefix, record_key, running_index, settled_index, window_key, window_prefix,
-    windows_index,
-};
+use super::fields::{self, namespace_prefix, record_key, running_index, settled_index};
 use super::io::block_on;
 use super::scripts::SCRIPTS;
 use crate::store::admin::selects;
-use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, check_adjustment, uncountable_raise};
+use crate::store::budget::{Adjustment, BudgetQuery, BudgetWindow};
 use crate::store::{Admin, Completion, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 
 impl RedisStore {
@@ -125,58 +120,10 @@ impl Admin for RedisStore {
     }
 
     fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
-        let index = windows_index(&self.prefix);
-        let (now, hashes) = block_on(async {
-            let mut members = redis::cmd("SMEMBERS");
-            members.arg(index);
-            let names: Vec<String> =
-                super::io::run(&self.io, &self.link, "budgets", move |mut connection| async move {
-                    members.query_async(&mut connection).await
-                })
-                .await?;
-            // Only the windows of the budget (and scope) asked for, by their names (an older
-            // version's windows by theirs).
-            let wanted = query.budget.map(|budget| {
-                [
-                    window_prefix(&self.prefix, budget, query.scope),
-                    legacy_window_prefix(&self.prefix, budget, query.scope),
-                ]
-            });
-            let names = names.into_iter().filter(|name| {
-                wanted.as_ref().is_none_or(|wanted| wanted.iter().any(|wanted| name.starts_with(wanted)))
-            });
-            self.read_keys("budgets", names.collect()).await
-        })?;
-        let mut listed = Vec::new();
-        for found in hashes.iter().filter(|found| !found.is_empty()) {
-            let window = fields::window(found, ("", ""), 0, 1, 0)?;
-            let wanted = query.budget.is_none_or(|budget| budget == window.budget)
-                && query.scope.is_none_or(|scope| scope == window.scope)
-                && (!query.current || window.end_ms() > now);
-            if wanted {
-                listed.push(window);
-            }
-        }
-        listed.sort_by(|a, b| {
-            b.start_ms.cmp(&a.start_ms).then_with(|| (&a.budget, &a.scope).cmp(&(&b.budget, &b.scope)))
-        });
-        Ok(listed)
+        block_on(self.list_budgets(query))
     }
 
     fn adjust_budget(&self, adjustment: &Adjustment<'_>) -> Result<BudgetWindow, StoreError> {
-        check_adjustment(adjustment)?;
-        let (budget, scope, start_ms) = adjustment.window;
-        let (kind, by) = match adjustment.change {
-            BudgetChange::Raise(by) => ("raise", by),
-            BudgetChange::Reset => ("reset", 0),
-        };
-        let mut invocation = SCRIPTS.adjust.key(window_key(&self.prefix, budget, scope, start_ms));
-        invocation.key(format!("{}{start_ms}", legacy_window_prefix(&self.prefix, budget, Some(scope))));
-        invocation.arg(kind).arg(by).arg(adjustment.by).arg(adjustment.note);
-        match block_on(self.script("adjust budget", invocation))? {
-            Value::Array(items) if items.is_empty() => Err(StoreError::Fenced),
-            Value::BulkString(text) if text == b"uncountable" => Err(uncountable_raise(by)),
-            reply => fields::window(&fields::hash(fields::texts(reply)?), (budget, scope), start_ms, 1, 0),
-        }
+        block_on(self.adjust(adjustment))
     }
 }

@@ -8,14 +8,11 @@ use redis::Value;
 use super::fields::{
     self, hash, legacy_window_prefix, record_key, running_index, settled_index, texts, window_prefix, windows_index,
 };
-use super::io::{block_on, run};
+use super::io::run;
 use super::scripts::SCRIPTS;
 use super::{RedisStore, TOMBSTONE};
 use crate::store::budget::{Charge, WINDOWS_KEPT_MS};
-use crate::store::{
-    AsyncStore, BoxFuture, Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token,
-    duration_ms,
-};
+use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
 impl RedisStore {
     fn key(&self, id: RecordId<'_>) -> String {
@@ -72,7 +69,11 @@ impl RedisStore {
         }
     }
 
-    async fn reserve_async(&self, request: Reserve<'_>, charge: Option<Charge<'_>>) -> Result<Reservation, StoreError> {
+    pub(super) async fn reserve_async(
+        &self,
+        request: Reserve<'_>,
+        charge: Option<Charge<'_>>,
+    ) -> Result<Reservation, StoreError> {
         let RecordId { namespace, key } = request.id;
         let reply = match charge {
             None => {
@@ -256,82 +257,34 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
-    fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        block_on(self.reserve_async(request, None))
+    async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
+        self.reserve_async(request, None).await
     }
-    fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
-        block_on(self.reserve_async(request, Some(charge)))
+    async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
+        self.take_over_async(id, expired, lease).await
     }
-    fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        block_on(self.take_over_async(id, expired, lease))
+    async fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
+        self.renew_async(renewal).await
     }
-    fn renew(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
-        block_on(self.renew_async(renewal))
-    }
-    fn complete(
+    async fn complete(
         &self,
         id: RecordId<'_>,
         token: Token,
         completion: Completion<'_>,
         retain: Duration,
     ) -> Result<(), StoreError> {
-        block_on(self.settle(id, Some(token), completion, retain))
+        self.settle(id, Some(token), completion, retain).await
     }
-    fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(self.delete(id, Some(token)))
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.delete(id, Some(token)).await
     }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        block_on(self.abandon_async(id, token))
+    async fn abandon(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
+        self.abandon_async(id, token).await
     }
-    fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        block_on(self.read_async(id))
+    async fn read(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        self.read_async(id).await
     }
-    fn purge(&self, limit: usize) -> Result<usize, StoreError> {
-        block_on(self.purge_async(limit))
-    }
-}
-
-impl AsyncStore for RedisStore {
-    fn reserve<'a>(&'a self, request: Reserve<'a>) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(self.reserve_async(request, None))
-    }
-    fn reserve_charged<'a>(
-        &'a self,
-        request: Reserve<'a>,
-        charge: Charge<'a>,
-    ) -> BoxFuture<'a, Result<Reservation, StoreError>> {
-        Box::pin(self.reserve_async(request, Some(charge)))
-    }
-    fn take_over<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        expired: Token,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Token, StoreError>> {
-        Box::pin(self.take_over_async(id, expired, lease))
-    }
-    fn renew<'a>(&'a self, renewal: Renew<'a>) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.renew_async(renewal))
-    }
-    fn complete<'a>(
-        &'a self,
-        id: RecordId<'a>,
-        token: Token,
-        completion: Completion<'a>,
-        retain: Duration,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.settle(id, Some(token), completion, retain))
-    }
-    fn release<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.delete(id, Some(token)))
-    }
-    fn abandon<'a>(&'a self, id: RecordId<'a>, token: Token) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.abandon_async(id, token))
-    }
-    fn read<'a>(&'a self, id: RecordId<'a>) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-        Box::pin(self.read_async(id))
-    }
-    fn purge(&self, limit: usize) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(self.purge_async(limit))
+    async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
+        self.purge_async(limit).await
     }
 }

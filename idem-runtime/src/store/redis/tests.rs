@@ -1,5 +1,5 @@
 //! The Redis store's checks on the test server of `IDEM_TEST_REDIS_URL` (`bash .ci/redis
-//! start DIR` prints one): the shared conformance suite through both entries, and the
+//! start DIR` prints one): the shared conformance suite, and the
 //! field's Redis bugs, each as an interleaving that must change nothing.
 
 use std::io::Write;
@@ -9,11 +9,10 @@ use std::time::Duration;
 use super::RedisStore;
 use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, Charge, UNIT};
 use crate::store::{
-    Admin, AsyncStore, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token,
+    Admin, BudgetStore, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token, block_on,
 };
 use crate::testing::conformance::{
-    check_admin, check_approvals, check_async_store, check_budgets, check_exclusive_reserve, check_store,
-    check_unknown_state,
+    check_admin, check_approvals, check_budgets, check_exclusive_reserve, check_store, check_unknown_state,
 };
 
 const TEST_URL_ENV: &str = "IDEM_TEST_REDIS_URL";
@@ -58,7 +57,7 @@ fn id(key: &str) -> RecordId<'_> {
 }
 
 fn acquire(store: &RedisStore, key: &str, lease: Duration) -> Token {
-    match Store::reserve(store, Reserve { id: id(key), request: "{}", lease }) {
+    match block_on(store.reserve(Reserve { id: id(key), request: "{}", lease })) {
         Ok(Reservation::Acquired { token }) => token,
         other => panic!("reserve of new {key} must acquire it, got {other:?}"),
     }
@@ -72,12 +71,6 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     check_admin(|| store(&url));
     check_approvals(|| store(&url));
     check_budgets(|| store(&url));
-}
-
-#[test]
-fn passes_the_conformance_checks_through_the_async_entry() {
-    let Some(url) = url("passes_the_conformance_checks_through_the_async_entry") else { return };
-    check_async_store(|| store(&url));
 }
 
 /// Two stores on one prefix stand for two workers: one connection each.
@@ -97,14 +90,14 @@ fn a_stale_readers_take_over_after_a_completion_changes_nothing() {
     let Some(url) = url("a_stale_readers_take_over_after_a_completion_changes_nothing") else { return };
     let store = store(&url);
     let holder = acquire(&store, "stale", Duration::ZERO);
-    let Some(seen) = Store::read(&store, id("stale")).unwrap() else { panic!("no record") };
+    let Some(seen) = block_on(store.read(id("stale"))).unwrap() else { panic!("no record") };
     assert!(matches!(seen.state, RecordState::InProgress { lease_expired: true, .. }), "{seen:?}");
-    Store::complete(&store, id("stale"), holder, Completion::Success("\"sent\""), Duration::from_secs(60)).unwrap();
-    match Store::take_over(&store, id("stale"), seen.token, Duration::from_secs(60)) {
+    block_on(store.complete(id("stale"), holder, Completion::Success("\"sent\""), Duration::from_secs(60))).unwrap();
+    match block_on(store.take_over(id("stale"), seen.token, Duration::from_secs(60))) {
         Err(StoreError::Fenced) => {}
         other => panic!("a take-over of a completed record must be fenced, got {other:?}"),
     }
-    let after = Store::reserve(&store, Reserve { id: id("stale"), request: "{}", lease: Duration::from_secs(60) });
+    let after = block_on(store.reserve(Reserve { id: id("stale"), request: "{}", lease: Duration::from_secs(60) }));
     match after {
         Ok(Reservation::Existing(record)) => {
             assert_eq!(record.state, RecordState::Completed { result: "\"sent\"".into() });
@@ -127,20 +120,20 @@ fn an_abandoned_reservation_outlives_its_lease() {
     assert_eq!(ttl, -1, "an in-progress record has no expiry");
     // Until the server's clock has passed the 1 ms lease (a read says so).
     while !matches!(
-        Store::read(&store, id("abandoned")).unwrap().map(|record| record.state),
+        block_on(store.read(id("abandoned"))).unwrap().map(|record| record.state),
         Some(RecordState::InProgress { lease_expired: true, .. })
     ) {
         std::thread::yield_now();
     }
-    match Store::reserve(&store, Reserve { id: id("abandoned"), request: "{}", lease: Duration::from_secs(60) }) {
+    match block_on(store.reserve(Reserve { id: id("abandoned"), request: "{}", lease: Duration::from_secs(60) })) {
         Ok(Reservation::Existing(record)) => {
             assert!(matches!(record.state, RecordState::InProgress { lease_expired: true, .. }), "{record:?}")
         }
         other => panic!("an abandoned call must be found, not claimed fresh: {other:?}"),
     }
-    let taken = Store::take_over(&store, id("abandoned"), token, Duration::from_secs(60)).unwrap();
+    let taken = block_on(store.take_over(id("abandoned"), token, Duration::from_secs(60))).unwrap();
     assert!(taken > token);
-    Store::complete(&store, id("abandoned"), taken, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    block_on(store.complete(id("abandoned"), taken, Completion::Success("1"), Duration::from_secs(60))).unwrap();
     let ttl: i64 = command(&url, redis::cmd("PTTL").arg(&key));
     let (retain, grace) = (60_000, 3_600_000);
     assert!(ttl > retain && ttl <= retain + grace, "a settled record expires after its retention: {ttl} ms");
@@ -153,16 +146,16 @@ fn tokens_never_repeat_after_delete_and_re_reserve() {
     let Some(url) = url("tokens_never_repeat_after_delete_and_re_reserve") else { return };
     let store = store(&url);
     let first = acquire(&store, "again", Duration::from_secs(60));
-    Store::release(&store, id("again"), first).unwrap();
+    block_on(store.release(id("again"), first)).unwrap();
     let second = acquire(&store, "again", Duration::from_secs(60));
     assert!(second > first, "{second:?} after {first:?}");
-    Store::release(&store, id("again"), second).unwrap();
+    block_on(store.release(id("again"), second)).unwrap();
     let key = super::fields::record_key(&store.prefix, id("again"));
     let _: i64 = command(&url, redis::cmd("DEL").arg(&key));
     let third = acquire(&store, "again", Duration::from_secs(60));
     assert!(third > second, "{third:?} after {second:?}, the tombstone gone");
     for stale in [first, second] {
-        let completed = Store::complete(&store, id("again"), stale, Completion::Success("0"), Duration::from_secs(1));
+        let completed = block_on(store.complete(id("again"), stale, Completion::Success("0"), Duration::from_secs(1)));
         assert!(matches!(completed, Err(StoreError::Fenced)), "{stale:?}: {completed:?}");
     }
 }
@@ -184,13 +177,13 @@ fn a_record_is_one_key_through_every_transition() {
     let [running, settled, marker] = ["running", "settled", "store"].map(|name| format!("{}:{name}", store.prefix));
     let token = acquire(&store, "one", Duration::ZERO);
     assert_eq!(keys(&store), [record.clone(), running.clone(), marker.clone()]);
-    let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
-    Store::abandon(&store, id("one"), token).unwrap();
-    let token = Store::take_over(&store, id("one"), token, Duration::from_secs(60)).unwrap();
-    Store::release(&store, id("one"), token).unwrap();
+    let token = block_on(store.take_over(id("one"), token, Duration::from_secs(60))).unwrap();
+    block_on(store.abandon(id("one"), token)).unwrap();
+    let token = block_on(store.take_over(id("one"), token, Duration::from_secs(60))).unwrap();
+    block_on(store.release(id("one"), token)).unwrap();
     assert_eq!(keys(&store), [record.clone(), marker.clone()], "the tombstone is the record's own key, off the index");
     let token = acquire(&store, "one", Duration::from_secs(60));
-    Store::complete(&store, id("one"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    block_on(store.complete(id("one"), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
     assert_eq!(keys(&store), [record, settled, marker]);
 }
 
@@ -199,12 +192,12 @@ fn a_record_is_one_key_through_every_transition() {
 #[test]
 fn an_unreachable_server_is_a_backend_error_naming_the_store() {
     let store = RedisStore::builder("redis://127.0.0.1:1/0").operation_timeout(Duration::from_secs(2)).build().unwrap();
-    let error = Store::read(&store, id("x")).unwrap_err();
+    let error = block_on(store.read(id("x"))).unwrap_err();
     let said = error.to_string();
     assert!(matches!(error, StoreError::Backend(_)), "{said}");
     assert!(said.contains("Redis 127.0.0.1:1/0 (prefix idem): read: "), "{said}");
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let error = runtime.block_on(AsyncStore::read(&store, id("x"))).unwrap_err();
+    let error = runtime.block_on(store.read(id("x"))).unwrap_err();
     assert!(error.to_string().contains("read: "), "{error}");
 }
 
@@ -225,10 +218,10 @@ fn runtimes_come_and_go_and_sync_calls_inside_them_answer() {
     let token = acquire(&store, "shared", Duration::from_secs(60));
     for _ in 0..3 {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let found = runtime.block_on(AsyncStore::read(&*store, id("shared"))).unwrap().unwrap();
+        let found = runtime.block_on(store.read(id("shared"))).unwrap().unwrap();
         assert_eq!(found.token, token);
         let inside = std::sync::Arc::clone(&store);
-        let sync_read = runtime.block_on(runtime.spawn(async move { Store::read(&*inside, id("shared")) }));
+        let sync_read = runtime.block_on(runtime.spawn(async move { block_on(inside.read(id("shared"))) }));
         assert_eq!(sync_read.unwrap().unwrap().unwrap().token, token);
         drop(runtime);
     }
@@ -244,22 +237,22 @@ fn the_settled_index_forgets_what_redis_expired_without_a_purge() {
     for n in 0..10 {
         let key = format!("gone-{n}");
         let token = acquire(&store, &key, Duration::from_secs(60));
-        Store::complete(&store, id(&key), token, Completion::Success("1"), Duration::ZERO).unwrap();
-        assert_eq!(Store::read(&store, id(&key)).unwrap(), None, "expired by Redis at the end of its retention");
+        block_on(store.complete(id(&key), token, Completion::Success("1"), Duration::ZERO)).unwrap();
+        assert_eq!(block_on(store.read(id(&key))).unwrap(), None, "expired by Redis at the end of its retention");
     }
     // Until the server's clock has moved past every settling above (a 1 ms lease ends).
     acquire(&store, "clock", Duration::from_millis(1));
     while !matches!(
-        Store::read(&store, id("clock")).unwrap().map(|record| record.state),
+        block_on(store.read(id("clock"))).unwrap().map(|record| record.state),
         Some(RecordState::InProgress { lease_expired: true, .. })
     ) {
         std::thread::yield_now();
     }
     let token = acquire(&store, "kept", Duration::from_secs(60));
-    Store::complete(&store, id("kept"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    block_on(store.complete(id("kept"), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
     let settled: i64 = command(&url, redis::cmd("ZCARD").arg(format!("{}:settled", store.prefix)));
     assert_eq!(settled, 1, "only the kept record is indexed");
-    assert_eq!(Store::purge(&store, 100).unwrap(), 0);
+    assert_eq!(block_on(store.purge(100)).unwrap(), 0);
 }
 
 /// A count budget's charge of one call against `limit` calls, in a window of 1000 years
@@ -277,7 +270,7 @@ fn budget_windows_have_names_an_operator_can_read_and_type() {
     let store = store(&url);
     for (key, scope) in [("unscoped", ""), ("scoped", "0123456789abcdef0123456789abcdef/")] {
         let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
-        let reserved = Store::reserve_charged(&store, request, one_of("refunds", scope, 5)).unwrap();
+        let reserved = block_on(store.reserve_charged(request, one_of("refunds", scope, 5))).unwrap();
         assert!(matches!(reserved, Reservation::Acquired { .. }), "{reserved:?}");
     }
     let mut windows: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.prefix)));
@@ -311,18 +304,17 @@ fn a_window_an_older_version_named_is_charged_listed_and_adjusted_under_its_name
     let _: i64 = command(&url, redis::cmd("SADD").arg(format!("{}:budgets", store.prefix)).arg(&legacy));
 
     let charge = |key| {
-        Store::reserve_charged(
-            &store,
+        block_on(store.reserve_charged(
             Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) },
             one_of("older", "", 2),
-        )
+        ))
     };
     let Ok(Reservation::Acquired { token }) = charge("second") else { panic!("the older window has room for one") };
     assert!(matches!(charge("third"), Ok(Reservation::OverBudget(_))), "the older window's use counts");
     let query = BudgetQuery { budget: Some("older"), scope: Some(""), current: false };
     let listed = Admin::budgets(&store, &query).unwrap();
     assert_eq!(listed.iter().map(|window| window.used).collect::<Vec<_>>(), [2 * UNIT], "one window: {listed:?}");
-    Store::release(&store, id("second"), token).unwrap();
+    block_on(store.release(id("second"), token)).unwrap();
     let used: String = command(&url, redis::cmd("HGET").arg(&legacy).arg("used"));
     assert_eq!(used, UNIT.to_string(), "the release refunds the older window");
     let raise = Adjustment { window: ("older", "", 0), change: BudgetChange::Raise(UNIT), by: "ops", note: "upgrade" };

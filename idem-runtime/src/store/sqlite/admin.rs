@@ -6,8 +6,9 @@ use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::budgets::Held;
+use super::ops::{read_record, reissue};
 use super::write::text;
-use super::{SqliteStore, backend, duration_ms, read_record, reissue};
+use super::{SqliteStore, backend, duration_ms};
 use crate::store::budget::{Adjustment, BudgetQuery, BudgetWindow};
 use crate::store::{Admin, ListQuery, ListedRecord, RecordId, StateCount, StoreError};
 

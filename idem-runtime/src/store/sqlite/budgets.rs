@@ -13,12 +13,13 @@
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{SqliteStore, backend, duration_ms, read_record};
+use super::ops::read_record;
+use super::{SqliteStore, backend, duration_ms};
 use crate::store::budget::{
     Adjusted, Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, WINDOWS_KEPT_MS, change_text,
     check_adjustment, raised_by, takes, window_start,
 };
-use crate::store::{RecordId, Reservation, Reserve, StoreError, Token};
+use crate::store::{BudgetStore, RecordId, Reservation, Reserve, StoreError, Token};
 
 /// SQLite's clock, as every other statement of the store reads it.
 const NOW: &str = concat!("SELECT ", now_ms!());
@@ -82,13 +83,10 @@ pub(super) enum Held<'a> {
     Any(RecordId<'a>),
 }
 
-impl SqliteStore {
-    /// [`Store::reserve_charged`](crate::store::Store::reserve_charged): see the module's docs.
-    pub(super) fn reserve_charging(
-        &self,
-        request: Reserve<'_>,
-        charge: &Charge<'_>,
-    ) -> Result<Reservation, StoreError> {
+/// A charged reservation: see the module's docs.
+impl BudgetStore for SqliteStore {
+    async fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
+        let charge = &charge;
         let id = request.id;
         self.with_conn("reserve", |conn| {
             // A repeat finds its record with one read, without taking the write lock.
@@ -134,7 +132,9 @@ impl SqliteStore {
             Ok(Reservation::Acquired { token: Token(token) })
         })
     }
+}
 
+impl SqliteStore {
     /// Deletes an in-progress record and refunds its charge, in one transaction:
     /// [`StoreError::Fenced`] when there is no such record.
     pub(super) fn release_refunding(&self, operation: &'static str, held: Held<'_>) -> Result<(), StoreError> {

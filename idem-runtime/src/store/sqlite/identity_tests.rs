@@ -5,19 +5,19 @@ use std::time::Duration;
 
 use super::super::SqliteStore;
 use super::FileId;
-use crate::store::{Completion, RecordId, Reservation, Reserve, Store, StoreError, Token};
+use crate::store::{Completion, RecordId, Reservation, Reserve, Store, StoreError, Token, block_on};
 
 fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: "identity-test", key }
 }
 
 fn reserve(store: &SqliteStore, key: &str) -> Result<Reservation, StoreError> {
-    store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) })
+    block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) }))
 }
 
 fn complete(store: &SqliteStore, key: &str) -> Token {
     let Reservation::Acquired { token } = reserve(store, key).unwrap() else { panic!("{key}: not acquired") };
-    store.complete(id(key), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+    block_on(store.complete(id(key), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
     token
 }
 
@@ -57,11 +57,11 @@ fn a_deleted_file_fails_every_operation_and_is_never_recreated() {
     assert!(error.starts_with(&named) && error.contains("restart the process"), "{error}");
     assert!(store.idle.lock().unwrap().is_empty(), "no connection to the deleted file may answer again");
     // Final: every operation fails from now on, reads within the interval included.
-    assert!(backend_text(store.read(id("done"))).contains(": read: the file was deleted"));
+    assert!(backend_text(block_on(store.read(id("done")))).contains(": read: the file was deleted"));
     assert!(backend_text(reserve(&store, "done")).contains(": reserve: the file was deleted"));
     let done = Completion::Success("2");
-    assert!(backend_text(store.complete(id("done"), token, done, Duration::ZERO)).contains(": complete: "));
-    assert!(backend_text(store.purge(10)).contains(": purge: the file was deleted"));
+    assert!(backend_text(block_on(store.complete(id("done"), token, done, Duration::ZERO))).contains(": complete: "));
+    assert!(backend_text(block_on(store.purge(10))).contains(": purge: the file was deleted"));
     assert!(
         backend_text(crate::store::Admin::list(&store, &Default::default())).contains(": list: the file was deleted")
     );
@@ -76,7 +76,7 @@ fn reads_check_the_path_at_least_every_interval() {
     complete(&store, "done");
     delete(&path);
     store.identity.make_read_check_due();
-    assert!(backend_text(store.read(id("done"))).contains(": read: the file was deleted"));
+    assert!(backend_text(block_on(store.read(id("done")))).contains(": read: the file was deleted"));
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn a_replaced_file_fails_every_operation_and_names_both_files() {
     let replaced =
         format!("the file was replaced after this store opened it (it opened {opened}; the path now names {now})");
     assert!(error.contains(&replaced), "{error}");
-    assert!(backend_text(old.read(id("done"))).contains(&replaced));
+    assert!(backend_text(block_on(old.read(id("done")))).contains(&replaced));
     // The new store is a store of its own, with the new file's (empty) records.
     assert!(matches!(reserve(&new, "done").unwrap(), Reservation::Acquired { .. }));
 }
@@ -128,12 +128,12 @@ fn closing_a_store_whose_file_was_replaced_leaves_the_new_files_alone() {
         let beside = with_wal_and_shm(&path);
         let before: Vec<_> = beside.iter().map(|file| FileId::of(file).unwrap()).collect();
         if noticed {
-            backend_text(old.read(id("old")).and(reserve(&old, "x")));
+            backend_text(block_on(old.read(id("old"))).and(reserve(&old, "x")));
         }
         drop(old);
         let after: Vec<_> = beside.iter().map(|file| FileId::of(file).ok()).collect();
         assert_eq!(after, before.into_iter().map(Some).collect::<Vec<_>>(), "noticed: {noticed}");
-        assert!(new.read(id("new")).unwrap().is_some());
+        assert!(block_on(new.read(id("new"))).unwrap().is_some());
     }
 }
 

@@ -8,13 +8,14 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::*;
+use crate::store::{BudgetStore, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, Token, block_on};
 
 fn id(key: &str) -> RecordId<'_> {
     RecordId { namespace: "sqlite-test", key }
 }
 
 fn reserve(store: &SqliteStore, key: &str) -> Reservation {
-    store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) }).unwrap()
+    block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) })).unwrap()
 }
 
 fn raw(path: &Path) -> Connection {
@@ -40,20 +41,24 @@ fn a_version_1_file_is_migrated_in_place() {
         )
         .unwrap();
     let store = SqliteStore::open(&path).unwrap();
-    let old = store.read(id("old")).unwrap().unwrap();
+    let old = block_on(store.read(id("old"))).unwrap().unwrap();
     assert_eq!(old.state, RecordState::Completed { result: "\"kept\"".into() });
     assert_eq!(old.retain_until_ms, Some(2000 + crate::store::DEFAULT_RETAIN.as_millis() as i64));
-    let running = store.read(id("running")).unwrap().unwrap();
+    let running = block_on(store.read(id("running"))).unwrap().unwrap();
     assert_eq!(running.retain_until_ms, None);
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert!(matches!(reserve(&store, "new"), Reservation::Acquired { token } if token > Token(8)));
     // Through version 2 to 3: the progress column exists and the old record has none.
     assert!(matches!(running.state, RecordState::InProgress { progress: None, .. }), "{running:?}");
-    store
-        .renew(Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress: Some("p") })
-        .unwrap();
-    let renewed = store.read(id("running")).unwrap().unwrap();
+    block_on(store.renew(Renew {
+        id: id("running"),
+        token: Token(8),
+        lease: Duration::from_secs(60),
+        progress: Some("p"),
+    }))
+    .unwrap();
+    let renewed = block_on(store.read(id("running"))).unwrap().unwrap();
     assert!(matches!(renewed.state, RecordState::InProgress { progress: Some(ref p), .. } if p == "p"), "{renewed:?}");
 }
 
@@ -83,7 +88,7 @@ fn a_version_2_file_is_migrated_in_place() {
     let store = SqliteStore::open(&path).unwrap();
     let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    let old = store.read(id("old")).unwrap().unwrap();
+    let old = block_on(store.read(id("old"))).unwrap().unwrap();
     assert_eq!(
         old,
         Record {
@@ -95,15 +100,15 @@ fn a_version_2_file_is_migrated_in_place() {
             state: RecordState::Completed { result: "\"kept\"".into() },
         }
     );
-    let running = store.read(id("running")).unwrap().unwrap();
+    let running = block_on(store.read(id("running"))).unwrap().unwrap();
     assert_eq!(running.token, Token(8));
     assert_eq!(
         running.state,
         RecordState::InProgress { lease_until_ms: 9_000_000_000_000_000, lease_expired: false, progress: None }
     );
     let renewal = |progress| Renew { id: id("running"), token: Token(8), lease: Duration::from_secs(60), progress };
-    store.renew(renewal(Some("half way"))).unwrap();
-    let renewed = store.read(id("running")).unwrap().unwrap();
+    block_on(store.renew(renewal(Some("half way")))).unwrap();
+    let renewed = block_on(store.read(id("running"))).unwrap().unwrap();
     assert!(
         matches!(&renewed.state, RecordState::InProgress { progress: Some(p), .. } if p == "half way"),
         "{renewed:?}"
@@ -111,7 +116,7 @@ fn a_version_2_file_is_migrated_in_place() {
     drop(store);
     // Opening again finds the current version and migrates nothing twice.
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.read(id("running")).unwrap().unwrap().state, renewed.state);
+    assert_eq!(block_on(store.read(id("running"))).unwrap().unwrap().state, renewed.state);
 }
 
 /// A file of version 3 (before budgets) opens at version 4: its records were charged
@@ -141,8 +146,8 @@ fn a_version_3_file_is_migrated_in_place() {
         past_limit: false,
     };
     let request = Reserve { id: id("charged"), request: "{}", lease: Duration::from_secs(60) };
-    assert!(matches!(store.reserve_charged(request, charge).unwrap(), Reservation::Acquired { .. }));
-    store.release(id("running"), Token(8)).unwrap();
+    assert!(matches!(block_on(store.reserve_charged(request, charge)).unwrap(), Reservation::Acquired { .. }));
+    block_on(store.release(id("running"), Token(8))).unwrap();
     let windows = crate::store::Admin::budgets(&store, &Default::default()).unwrap();
     assert_eq!(windows.len(), 1);
     assert_eq!(windows[0].used, crate::store::budget::UNIT, "an old record's release refunds nothing");

@@ -5,7 +5,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rusqlite::params;
 
+use std::time::Duration;
+
+use rusqlite::types::Value;
+
+use super::ops::INSERT;
+use super::write::text;
+use super::writers::Shared;
 use super::*;
+use crate::store::{Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, block_on};
 use crate::testing::conformance::{check_exclusive_reserve, check_store, check_unknown_state};
 
 fn id(key: &str) -> RecordId<'_> {
@@ -14,7 +22,7 @@ fn id(key: &str) -> RecordId<'_> {
 
 fn reserve(store: &SqliteStore, key: &str) -> Reservation {
     let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
-    store.reserve(request).unwrap()
+    block_on(store.reserve(request)).unwrap()
 }
 
 fn raw(path: &Path) -> Connection {
@@ -84,7 +92,7 @@ fn reopening_keeps_records() {
     let Reservation::Acquired { token } = reserve(&store, "kept") else {
         panic!("a new key must be acquired");
     };
-    store.complete(id("kept"), token, Completion::Success("[]"), Duration::from_secs(60)).unwrap();
+    block_on(store.complete(id("kept"), token, Completion::Success("[]"), Duration::from_secs(60))).unwrap();
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
     let Reservation::Existing(record) = reserve(&store, "kept") else {
@@ -143,8 +151,8 @@ fn synchronous_normal_works() {
     let Reservation::Acquired { token } = reserve(&store, "normal") else {
         panic!("a new key must be acquired");
     };
-    store.complete(id("normal"), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
-    let record = store.read(id("normal")).unwrap().unwrap();
+    block_on(store.complete(id("normal"), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
+    let record = block_on(store.read(id("normal"))).unwrap().unwrap();
     assert_eq!(record.state, RecordState::Completed { result: "1".into() });
 }
 
@@ -159,11 +167,11 @@ fn unreadable_rows_are_corrupt_and_name_the_key() {
     conn.execute(insert, params!["odd-state", "paused"]).unwrap();
     conn.execute(insert, params!["no-result", "completed"]).unwrap();
     for key in ["odd-state", "no-result"] {
-        match store.read(id(key)) {
+        match block_on(store.read(id(key))) {
             Err(StoreError::Corrupt(what)) => assert!(what.contains(key), "{what}"),
             other => panic!("{key}: expected Corrupt, got {other:?}"),
         }
-        match store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO }) {
+        match block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::ZERO })) {
             Err(StoreError::Corrupt(_)) => {}
             other => panic!("{key}: reserve must report Corrupt, got {other:?}"),
         }
@@ -247,11 +255,12 @@ fn settling_clears_the_progress_column() {
     let store = SqliteStore::open(&path).unwrap();
     for key in ["completed", "failed", "resolved"] {
         let Reservation::Acquired { token } = reserve(&store, key) else { panic!("a new key must be acquired") };
-        store.renew(Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") }).unwrap();
+        block_on(store.renew(Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") }))
+            .unwrap();
         let retain = Duration::from_secs(60);
         match key {
-            "completed" => store.complete(id(key), token, Completion::Success("1"), retain).unwrap(),
-            "failed" => store.complete(id(key), token, Completion::KeptError("{}"), retain).unwrap(),
+            "completed" => block_on(store.complete(id(key), token, Completion::Success("1"), retain)).unwrap(),
+            "failed" => block_on(store.complete(id(key), token, Completion::KeptError("{}"), retain)).unwrap(),
             _ => crate::store::Admin::resolve_done(&store, id(key), "1", retain).unwrap(),
         }
     }
@@ -300,7 +309,8 @@ fn concurrent_writes_share_commits_and_all_land() {
                 for i in 0..per_thread {
                     let key = format!("k{t}-{i}");
                     let Reservation::Acquired { token } = reserve(store, &key) else { panic!("{key} was taken") };
-                    store.complete(id(&key), token, Completion::Success("1"), Duration::from_secs(60)).unwrap();
+                    block_on(store.complete(id(&key), token, Completion::Success("1"), Duration::from_secs(60)))
+                        .unwrap();
                 }
             });
         }
@@ -308,7 +318,10 @@ fn concurrent_writes_share_commits_and_all_land() {
     for t in 0..threads {
         for i in 0..per_thread {
             let key = format!("k{t}-{i}");
-            assert!(matches!(store.read(id(&key)).unwrap().unwrap().state, RecordState::Completed { .. }), "{key}");
+            assert!(
+                matches!(block_on(store.read(id(&key))).unwrap().unwrap().state, RecordState::Completed { .. }),
+                "{key}"
+            );
         }
     }
     let shared = store.writers.shared.load(Ordering::Relaxed);

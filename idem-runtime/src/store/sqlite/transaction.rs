@@ -20,7 +20,8 @@ use rusqlite::{Transaction, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{COMPLETE, INSERT, SqliteStore, backend, duration_ms, read_record};
+use super::ops::{COMPLETE, INSERT, read_record};
+use super::{SqliteStore, backend, duration_ms};
 use crate::canonical::write_canonical;
 use crate::difference::differences;
 use crate::error::{Error, ErrorCode};

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::waited::Waited;
 use super::{LONG, NS};
 use crate::store::{
     Admin, Completion, ListQuery, RecordId, RecordState, Reservation, Reserve, StateFilter, Store, StoreError, Token,
@@ -11,7 +12,8 @@ const OTHER_NS: &str = "idem-conformance-other";
 
 /// Runs every check of [`Admin`] against stores made by `make_store` (each without
 /// records, as for [`check_store`](super::check_store)).
-pub fn check_admin<S: Admin>(make_store: impl Fn() -> S) {
+pub fn check_admin<S: Store + Admin>(make_store: impl Fn() -> S) {
+    let make_store = || Waited(make_store());
     lists_by_state_namespace_prefix_age_and_limit(&make_store());
     counts_what_a_listing_selects_whatever_its_limit(&make_store());
     counts_per_namespace_and_state(&make_store());
@@ -24,7 +26,7 @@ fn id<'a>(namespace: &'a str, key: &'a str) -> RecordId<'a> {
     RecordId { namespace, key }
 }
 
-fn reserve(store: &impl Store, id: RecordId<'_>, lease: Duration) -> Token {
+fn reserve(store: &Waited<impl Store>, id: RecordId<'_>, lease: Duration) -> Token {
     match store.reserve(Reserve { id, request: r#"{"amount":1}"#, lease }) {
         Ok(Reservation::Acquired { token }) => token,
         other => panic!("reserving a new key {}/{} must acquire it, got {other:?}", id.namespace, id.key),
@@ -33,7 +35,7 @@ fn reserve(store: &impl Store, id: RecordId<'_>, lease: Duration) -> Token {
 
 /// Four records in reservation order: a completed, a running and an abandoned one in
 /// `NS`, a failed one in `OTHER_NS`.
-fn four_records(store: &impl Store) {
+fn four_records(store: &Waited<impl Store>) {
     let done = reserve(store, id(NS, "k1"), LONG);
     store.complete(id(NS, "k1"), done, Completion::Success("\"one\""), LONG).unwrap();
     reserve(store, id(NS, "k2"), LONG);
@@ -42,12 +44,12 @@ fn four_records(store: &impl Store) {
     store.complete(id(OTHER_NS, "k1"), failed, Completion::KeptError("{\"code\":\"DECLINED\"}"), LONG).unwrap();
 }
 
-fn keys(store: &impl Admin, query: ListQuery<'_>) -> Vec<String> {
+fn keys(store: &Waited<impl Admin>, query: ListQuery<'_>) -> Vec<String> {
     let listed = store.list(&query).unwrap_or_else(|e| panic!("list {query:?} failed: {e}"));
     listed.into_iter().map(|entry| format!("{}/{}", entry.namespace, entry.key)).collect()
 }
 
-fn lists_by_state_namespace_prefix_age_and_limit<S: Admin>(store: &S) {
+fn lists_by_state_namespace_prefix_age_and_limit<S: Store + Admin>(store: &Waited<S>) {
     four_records(store);
     let (k1, k2, k3, other) = (format!("{NS}/k1"), format!("{NS}/k2"), format!("{NS}/k3"), format!("{OTHER_NS}/k1"));
     let (k1, k2, k3, other) = (k1.as_str(), k2.as_str(), k3.as_str(), other.as_str());
@@ -73,7 +75,7 @@ fn lists_by_state_namespace_prefix_age_and_limit<S: Admin>(store: &S) {
     assert_eq!(Some(&listed[0].record), store.read(id(NS, "k1")).unwrap().as_ref(), "a listed record is the record");
 }
 
-fn counts_what_a_listing_selects_whatever_its_limit<S: Admin>(store: &S) {
+fn counts_what_a_listing_selects_whatever_its_limit<S: Store + Admin>(store: &Waited<S>) {
     four_records(store);
     let all = ListQuery { limit: 1, ..ListQuery::default() };
     for query in [
@@ -94,7 +96,7 @@ fn counts_what_a_listing_selects_whatever_its_limit<S: Admin>(store: &S) {
     }
 }
 
-fn counts_per_namespace_and_state<S: Admin>(store: &S) {
+fn counts_per_namespace_and_state<S: Store + Admin>(store: &Waited<S>) {
     four_records(store);
     let counted: Vec<(String, String, u64)> =
         store.count().unwrap().into_iter().map(|c| (c.namespace, c.state, c.records)).collect();
@@ -109,7 +111,7 @@ fn counts_per_namespace_and_state<S: Admin>(store: &S) {
     );
 }
 
-fn resolves_only_keys_in_progress<S: Admin>(store: &S) {
+fn resolves_only_keys_in_progress<S: Store + Admin>(store: &Waited<S>) {
     four_records(store);
     store.resolve_done(id(NS, "k3"), "\"by hand\"", LONG).unwrap();
     let resolved = store.read(id(NS, "k3")).unwrap().unwrap();
@@ -127,7 +129,7 @@ fn resolves_only_keys_in_progress<S: Admin>(store: &S) {
     assert!(matches!(store.resolve_release(id(NS, "never")), Err(StoreError::Fenced)), "no record: nothing to release");
 }
 
-fn reopens_only_settled_records_as_abandoned<S: Admin>(store: &S) {
+fn reopens_only_settled_records_as_abandoned<S: Store + Admin>(store: &Waited<S>) {
     four_records(store);
     let before = store.read(id(NS, "k1")).unwrap().unwrap();
     store.reopen(id(NS, "k1")).unwrap();
@@ -147,7 +149,7 @@ fn reopens_only_settled_records_as_abandoned<S: Admin>(store: &S) {
     assert!(matches!(store.reopen(id(NS, "never")), Err(StoreError::Fenced)), "no record: nothing to reopen");
 }
 
-fn purges_only_settled_records_past_retention<S: Admin>(store: &S) {
+fn purges_only_settled_records_past_retention<S: Store + Admin>(store: &Waited<S>) {
     let token = reserve(store, id(NS, "old"), LONG);
     store.complete(id(NS, "old"), token, Completion::Success("1"), Duration::ZERO).unwrap();
     reserve(store, id(NS, "running"), Duration::ZERO);

@@ -4,30 +4,31 @@
 //! exactly, refuse what does not fit as over budget (never as an outage), and refuse what
 //! a window cannot count (past `i64::MAX` millionths) even when a person approved it.
 
-use super::budgets::{acquired, charged, id, over_budget, window};
+use super::charges::{AGES, acquired, charged, id, over_budget, window};
+use super::waited::Waited;
 use crate::store::budget::{Adjustment, BudgetChange, Charge, UNIT};
-use crate::store::{Admin, Reservation, Store, StoreError};
+use crate::store::{Admin, BudgetStore, Reservation, StoreError};
 
 /// The most a sum budget allows, and the largest amount a call may charge: 9e12 units.
 const MOST: i64 = 9_000_000_000_000 * UNIT;
 /// 2^53: the first integer above which doubles skip integers.
 const DOUBLES_SKIP: i64 = 1 << 53;
 
-pub(super) fn sums_are_exact_at_the_edges_of_the_range<S: Store + Admin>(store: &S) {
+pub(super) fn sums_are_exact_at_the_edges_of_the_range<S: BudgetStore + Admin>(store: &Waited<S>) {
     the_largest_amounts_fill_the_largest_limit_exactly(store);
     sums_past_two_to_the_53_are_compared_exactly(store);
     what_a_window_cannot_count_is_refused(store);
 }
 
 fn sum(budget: &str, limit: i64, amount: i64) -> Charge<'_> {
-    Charge { budget, scope: "", window_ms: super::budgets::AGES, limit, amount, past_limit: false }
+    Charge { budget, scope: "", window_ms: AGES, limit, amount, past_limit: false }
 }
 
-fn used(store: &impl Admin, budget: &str) -> i64 {
+fn used(store: &Waited<impl Admin>, budget: &str) -> i64 {
     window(store, budget, "").map_or(0, |window| window.used)
 }
 
-fn the_largest_amounts_fill_the_largest_limit_exactly<S: Store + Admin>(store: &S) {
+fn the_largest_amounts_fill_the_largest_limit_exactly<S: BudgetStore + Admin>(store: &Waited<S>) {
     let edge = |amount| sum("edge-most", MOST, amount);
     acquired(store, "zero", edge(0));
     assert_eq!(used(store, "edge-most"), 0, "a charge of 0 must leave the window at 0");
@@ -45,7 +46,7 @@ fn the_largest_amounts_fill_the_largest_limit_exactly<S: Store + Admin>(store: &
     assert_eq!(used(store, "edge-most"), MOST, "refused charges must charge nothing");
 }
 
-fn sums_past_two_to_the_53_are_compared_exactly<S: Store + Admin>(store: &S) {
+fn sums_past_two_to_the_53_are_compared_exactly<S: BudgetStore + Admin>(store: &Waited<S>) {
     // The case: 9,000,000,000 then 10,000,000.000001 against 9,010,000,000.
     let limit = 9_010_000_000 * UNIT;
     let billions = |amount| sum("edge-billions", limit, amount);
@@ -70,7 +71,7 @@ fn sums_past_two_to_the_53_are_compared_exactly<S: Store + Admin>(store: &S) {
     assert_eq!(used(store, "edge-odd"), DOUBLES_SKIP + 1, "a refund must take off exactly what was charged");
 }
 
-fn what_a_window_cannot_count_is_refused<S: Store + Admin>(store: &S) {
+fn what_a_window_cannot_count_is_refused<S: BudgetStore + Admin>(store: &Waited<S>) {
     let full = |amount| sum("edge-count", MOST, amount);
     acquired(store, "full", full(MOST));
     let approved = |amount| Charge { past_limit: true, ..full(amount) };

@@ -1,4 +1,4 @@
-//! Budgets on a store ([`Store::reserve_charged`], [`Admin::budgets`],
+//! Budgets on a store ([`BudgetStore::reserve_charged`], [`Admin::budgets`],
 //! [`Admin::adjust_budget`]): the check and the charge are one step however many first
 //! calls race, a replay never pays, a released key is refunded, operators' changes are
 //! recorded and refused alike.
@@ -6,13 +6,11 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
+use super::charges::{AGES, acquired, charged, charged_for, id, over_budget, window};
+use super::waited::Waited;
 use crate::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, UNIT};
-use crate::store::{Admin, Completion, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use crate::store::{Admin, BudgetStore, Completion, RecordState, Reservation, StoreError};
 
-const NS: &str = "idem-conformance-budgets";
-/// A window of 1000 years: it starts at the epoch and holds every charge of these checks,
-/// so no check ever sees a window end under it.
-pub(super) const AGES: i64 = 1000 * 365 * 24 * 3600 * 1000;
 /// A window of 10 years, which starts later than [`AGES`]' (for the listing's order).
 const DECADE: i64 = 10 * 365 * 24 * 3600 * 1000;
 const RACERS: usize = 32;
@@ -22,7 +20,8 @@ const LONG: Duration = Duration::from_secs(3600);
 
 /// Runs every budget check against stores made by `make_store` (each without records, as
 /// for [`check_store`](super::check_store)).
-pub fn check_budgets<S: Admin>(make_store: impl Fn() -> S) {
+pub fn check_budgets<S: BudgetStore + Admin>(make_store: impl Fn() -> S) {
+    let make_store = || Waited(make_store());
     racing_first_calls_charge_exactly_the_limit(&make_store());
     an_existing_key_charges_nothing_and_over_budget_makes_no_record(&make_store());
     release_refunds_and_settling_keeps_the_charge(&make_store());
@@ -34,51 +33,16 @@ pub fn check_budgets<S: Admin>(make_store: impl Fn() -> S) {
     super::budget_edges::sums_are_exact_at_the_edges_of_the_range(&make_store());
 }
 
-pub(super) fn id(key: &str) -> RecordId<'_> {
-    RecordId { namespace: NS, key }
-}
-
 /// A count budget's charge of one call against `limit` calls.
 fn count<'a>(budget: &'a str, scope: &'a str, limit: i64) -> Charge<'a> {
     Charge { budget, scope, window_ms: AGES, limit: limit * UNIT, amount: UNIT, past_limit: false }
 }
 
-pub(super) fn charged(store: &impl Store, key: &str, charge: Charge<'_>) -> Reservation {
-    charged_for(store, key, charge, LONG)
-}
-
-fn charged_for(store: &impl Store, key: &str, charge: Charge<'_>, lease: Duration) -> Reservation {
-    let request = Reserve { id: id(key), request: "{}", lease };
-    store.reserve_charged(request, charge).unwrap_or_else(|e| panic!("reserve_charged of {key} failed: {e}"))
-}
-
-pub(super) fn acquired(store: &impl Store, key: &str, charge: Charge<'_>) -> Token {
-    match charged(store, key, charge) {
-        Reservation::Acquired { token } => token,
-        other => panic!("a charge that fits its window must acquire {key}, got {other:?}"),
-    }
-}
-
-pub(super) fn over_budget(store: &impl Store, key: &str, charge: Charge<'_>) -> BudgetWindow {
-    match charged(store, key, charge) {
-        Reservation::OverBudget(window) => window,
-        other => panic!("a charge that would pass its window's limit must be refused for {key}, got {other:?}"),
-    }
-}
-
-/// The one window of `budget` and `scope` (none: `None`).
-pub(super) fn window(store: &impl Admin, budget: &str, scope: &str) -> Option<BudgetWindow> {
-    let query = BudgetQuery { budget: Some(budget), scope: Some(scope), current: false };
-    let mut windows = store.budgets(&query).unwrap_or_else(|e| panic!("listing the budget {budget} failed: {e}"));
-    assert!(windows.len() <= 1, "one window per budget, scope and start: {windows:?}");
-    windows.pop()
-}
-
-fn used(store: &impl Admin, budget: &str, scope: &str) -> i64 {
+fn used(store: &Waited<impl Admin>, budget: &str, scope: &str) -> i64 {
     window(store, budget, scope).map_or(0, |window| window.used)
 }
 
-fn racing_first_calls_charge_exactly_the_limit<S: Store + Admin>(store: &S) {
+fn racing_first_calls_charge_exactly_the_limit<S: BudgetStore + Admin>(store: &Waited<S>) {
     for trial in 0..TRIALS {
         let budget = format!("race-{trial}");
         let barrier = Barrier::new(RACERS);
@@ -111,7 +75,7 @@ fn racing_first_calls_charge_exactly_the_limit<S: Store + Admin>(store: &S) {
     }
 }
 
-fn an_existing_key_charges_nothing_and_over_budget_makes_no_record<S: Store + Admin>(store: &S) {
+fn an_existing_key_charges_nothing_and_over_budget_makes_no_record<S: BudgetStore + Admin>(store: &Waited<S>) {
     let token = acquired(store, "first", count("existing", "", 1));
     for _ in 0..2 {
         assert!(
@@ -143,7 +107,7 @@ fn an_existing_key_charges_nothing_and_over_budget_makes_no_record<S: Store + Ad
     assert_eq!(used(store, "existing", ""), UNIT, "a refused reservation must charge nothing");
 }
 
-fn release_refunds_and_settling_keeps_the_charge<S: Store + Admin>(store: &S) {
+fn release_refunds_and_settling_keeps_the_charge<S: BudgetStore + Admin>(store: &Waited<S>) {
     let budget = count("refunds", "", 1);
     let token = acquired(store, "released", budget);
     over_budget(store, "waiting", budget);
@@ -166,7 +130,7 @@ fn release_refunds_and_settling_keeps_the_charge<S: Store + Admin>(store: &S) {
     over_budget(store, "after-abandoned", count("abandons", "", 1));
 }
 
-fn a_take_over_keeps_the_charge_and_its_release_refunds_it<S: Store + Admin>(store: &S) {
+fn a_take_over_keeps_the_charge_and_its_release_refunds_it<S: BudgetStore + Admin>(store: &Waited<S>) {
     let budget = count("take-over", "", 1);
     let expired = match charged_for(store, "lapsed", budget, Duration::ZERO) {
         Reservation::Acquired { token } => token,
@@ -180,7 +144,7 @@ fn a_take_over_keeps_the_charge_and_its_release_refunds_it<S: Store + Admin>(sto
     acquired(store, "other", budget);
 }
 
-fn past_limit_charges_past_the_limit<S: Store + Admin>(store: &S) {
+fn past_limit_charges_past_the_limit<S: BudgetStore + Admin>(store: &Waited<S>) {
     let budget = count("approved", "", 1);
     acquired(store, "within", budget);
     over_budget(store, "over", budget);
@@ -189,7 +153,7 @@ fn past_limit_charges_past_the_limit<S: Store + Admin>(store: &S) {
     over_budget(store, "next", budget);
 }
 
-fn amounts_add_exactly_and_the_last_limit_holds<S: Store + Admin>(store: &S) {
+fn amounts_add_exactly_and_the_last_limit_holds<S: BudgetStore + Admin>(store: &Waited<S>) {
     let sum = |amount: i64| Charge {
         budget: "euros",
         scope: "",
@@ -210,7 +174,7 @@ fn amounts_add_exactly_and_the_last_limit_holds<S: Store + Admin>(store: &S) {
     assert_eq!((window.used, window.limit), (3_000_000, 3_000_000), "the window must take the last charge's limit");
 }
 
-fn budgets_and_scopes_are_separate_windows_listed_newest_first<S: Store + Admin>(store: &S) {
+fn budgets_and_scopes_are_separate_windows_listed_newest_first<S: BudgetStore + Admin>(store: &Waited<S>) {
     acquired(store, "b1-unscoped", count("listed-1", "", 1));
     acquired(store, "b1-acme", count("listed-1", "acme/", 1));
     acquired(store, "b2-unscoped", count("listed-2", "", 1));
@@ -258,7 +222,7 @@ fn budgets_and_scopes_are_separate_windows_listed_newest_first<S: Store + Admin>
     assert_eq!(store.budgets(&instant).unwrap().len(), 1, "purge must keep windows that ended less than a week ago");
 }
 
-fn adjustments_are_recorded_refused_alike_and_fenced<S: Store + Admin>(store: &S) {
+fn adjustments_are_recorded_refused_alike_and_fenced<S: BudgetStore + Admin>(store: &Waited<S>) {
     let budget = count("adjusted", "scope/", 1);
     acquired(store, "one", budget);
     let start = over_budget(store, "two", budget).start_ms;

@@ -8,21 +8,22 @@
 use std::time::Duration;
 
 use crate::store::{Completion, Record, RecordId, RecordState, Reservation, Reserve, Store, StoreError, Token};
+use waited::Waited;
 
 mod admin;
 mod approvals;
 mod budget_edges;
 mod budgets;
+mod charges;
 mod race;
 mod renew;
-mod through_async;
 mod unreadable;
+mod waited;
 
 pub use admin::check_admin;
 pub use approvals::check_approvals;
 pub use budgets::check_budgets;
 pub use race::check_exclusive_reserve;
-pub use through_async::check_async_store;
 pub use unreadable::{PlantRecord, check_unknown_state};
 
 const NS: &str = "idem-conformance";
@@ -41,6 +42,7 @@ const LONG: Duration = Duration::from_secs(3600);
 /// idem_runtime::testing::conformance::check_store(idem_runtime::store::MemoryStore::new);
 /// ```
 pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
+    let make_store = || Waited(make_store());
     reserve_twice_finds_in_progress(&make_store());
     completed_results_replay_byte_identical(&make_store());
     release_lets_a_retry_acquire_with_a_larger_token(&make_store());
@@ -59,7 +61,7 @@ pub fn check_store<S: Store>(make_store: impl Fn() -> S) {
     renew::renew_with_a_stale_token_is_fenced(&make_store());
     renew::renew_of_a_settled_record_is_fenced(&make_store());
     race::one_caller_takes_over_an_abandoned_key(&make_store());
-    check_exclusive_reserve(&[make_store()]);
+    check_exclusive_reserve(&[make_store().0]);
 }
 
 fn id(key: &str) -> RecordId<'_> {
@@ -70,22 +72,22 @@ fn reserve_request<'a>(id: RecordId<'a>, request: &'a str, lease: Duration) -> R
     Reserve { id, request, lease }
 }
 
-fn reserve(store: &impl Store, id: RecordId<'_>, request: &str, lease: Duration) -> Reservation {
+fn reserve(store: &Waited<impl Store>, id: RecordId<'_>, request: &str, lease: Duration) -> Reservation {
     store.reserve(reserve_request(id, request, lease)).unwrap_or_else(|e| panic!("reserve of {id:?} failed: {e}"))
 }
 
-fn acquire(store: &impl Store, id: RecordId<'_>, request: &str) -> Token {
+fn acquire(store: &Waited<impl Store>, id: RecordId<'_>, request: &str) -> Token {
     acquire_for(store, id, request, LONG)
 }
 
-fn acquire_for(store: &impl Store, id: RecordId<'_>, request: &str, lease: Duration) -> Token {
+fn acquire_for(store: &Waited<impl Store>, id: RecordId<'_>, request: &str, lease: Duration) -> Token {
     match reserve(store, id, request, lease) {
         Reservation::Acquired { token } => token,
         other => panic!("reserve of new {id:?} must acquire it, found {other:?}"),
     }
 }
 
-fn existing(store: &impl Store, id: RecordId<'_>, request: &str) -> Record {
+fn existing(store: &Waited<impl Store>, id: RecordId<'_>, request: &str) -> Record {
     match reserve(store, id, request, LONG) {
         Reservation::Existing(record) => {
             let read = read(store, id);
@@ -96,15 +98,21 @@ fn existing(store: &impl Store, id: RecordId<'_>, request: &str) -> Record {
     }
 }
 
-fn read(store: &impl Store, id: RecordId<'_>) -> Option<Record> {
+fn read(store: &Waited<impl Store>, id: RecordId<'_>) -> Option<Record> {
     store.read(id).unwrap_or_else(|e| panic!("read of {id:?} failed: {e}"))
 }
 
-fn settle(store: &impl Store, id: RecordId<'_>, token: Token, completion: Completion<'_>) {
+fn settle(store: &Waited<impl Store>, id: RecordId<'_>, token: Token, completion: Completion<'_>) {
     settle_for(store, id, token, completion, LONG);
 }
 
-fn settle_for(store: &impl Store, id: RecordId<'_>, token: Token, completion: Completion<'_>, retain: Duration) {
+fn settle_for(
+    store: &Waited<impl Store>,
+    id: RecordId<'_>,
+    token: Token,
+    completion: Completion<'_>,
+    retain: Duration,
+) {
     store
         .complete(id, token, completion, retain)
         .unwrap_or_else(|e| panic!("complete of {id:?} with its own {token:?} failed: {e}"));
@@ -118,11 +126,11 @@ fn assert_fenced(result: Result<(), StoreError>, what: &str) {
     }
 }
 
-fn purge(store: &impl Store, limit: usize) -> usize {
+fn purge(store: &Waited<impl Store>, limit: usize) -> usize {
     store.purge(limit).unwrap_or_else(|e| panic!("purge failed: {e}"))
 }
 
-fn reserve_twice_finds_in_progress(store: &impl Store) {
+fn reserve_twice_finds_in_progress(store: &Waited<impl Store>) {
     let id = id("in-progress");
     let token = acquire(store, id, r#"{"amount":"12.50"}"#);
     let record = existing(store, id, r#"{"amount":"99.00"}"#);
@@ -136,7 +144,7 @@ fn reserve_twice_finds_in_progress(store: &impl Store) {
     assert!(record.created_at_ms <= record.updated_at_ms, "created after updated: {record:?}");
 }
 
-fn completed_results_replay_byte_identical(store: &impl Store) {
+fn completed_results_replay_byte_identical(store: &Waited<impl Store>) {
     let results = ["0", "false", "\"\"", "[]", "{}", "null", "\"  spaced  \"", "{ \"b\": 1, \"a\": [1.50, \"é\\n\"] }"];
     for (i, result) in results.into_iter().enumerate() {
         let key = format!("result-{i}");
@@ -153,7 +161,7 @@ fn completed_results_replay_byte_identical(store: &impl Store) {
     }
 }
 
-fn release_lets_a_retry_acquire_with_a_larger_token(store: &impl Store) {
+fn release_lets_a_retry_acquire_with_a_larger_token(store: &Waited<impl Store>) {
     let id = id("released");
     let first = acquire(store, id, "{}");
     store.release(id, first).unwrap_or_else(|e| panic!("release with the holder's token failed: {e}"));
@@ -162,7 +170,7 @@ fn release_lets_a_retry_acquire_with_a_larger_token(store: &impl Store) {
     assert!(second > first, "tokens must only grow: {second:?} after {first:?}");
 }
 
-fn stale_token_is_fenced(store: &impl Store) {
+fn stale_token_is_fenced(store: &Waited<impl Store>) {
     let id = id("stale");
     let stale = acquire(store, id, r#"{"v":1}"#);
     store.release(id, stale).expect("release failed");
@@ -185,7 +193,7 @@ fn stale_token_is_fenced(store: &impl Store) {
     settle(store, id, holder, Completion::Success("2"));
 }
 
-fn settled_record_is_fenced(store: &impl Store) {
+fn settled_record_is_fenced(store: &Waited<impl Store>) {
     let id = id("settled");
     let token = acquire(store, id, "{}");
     settle(store, id, token, Completion::Success("\"first\""));
@@ -203,7 +211,7 @@ fn settled_record_is_fenced(store: &impl Store) {
     );
 }
 
-fn kept_error_reads_back_as_failed(store: &impl Store) {
+fn kept_error_reads_back_as_failed(store: &Waited<impl Store>) {
     let id = id("kept-error");
     let error = r#"{"code":"DECLINED","message":"card declined"}"#;
     let token = acquire(store, id, "{}");
@@ -216,7 +224,7 @@ fn kept_error_reads_back_as_failed(store: &impl Store) {
     );
 }
 
-fn lease_expiry_is_judged_by_the_store(store: &impl Store) {
+fn lease_expiry_is_judged_by_the_store(store: &Waited<impl Store>) {
     let ended = id("lease-ended");
     let token = acquire_for(store, ended, "{}", Duration::ZERO);
     let record = existing(store, ended, "{}");
@@ -241,14 +249,14 @@ fn lease_expiry_is_judged_by_the_store(store: &impl Store) {
     );
 }
 
-fn read_never_creates(store: &impl Store) {
+fn read_never_creates(store: &Waited<impl Store>) {
     let id = id("never-reserved");
     assert_eq!(read(store, id), None, "an unknown id must read as None");
     assert_eq!(read(store, id), None, "a read must not create a record");
     acquire(store, id, "{}");
 }
 
-fn namespaces_are_independent(store: &impl Store) {
+fn namespaces_are_independent(store: &Waited<impl Store>) {
     let a = RecordId { namespace: "idem-conformance-a", key: "shared" };
     let b = RecordId { namespace: "idem-conformance-b", key: "shared" };
     let token_a = acquire(store, a, "{}");
@@ -271,7 +279,7 @@ fn namespaces_are_independent(store: &impl Store) {
     assert_eq!(read(store, b), None, "the released record must be gone");
 }
 
-fn purge_removes_only_settled_records_past_retention(store: &impl Store) {
+fn purge_removes_only_settled_records_past_retention(store: &Waited<impl Store>) {
     let settled = ["purge-c1", "purge-c2", "purge-c3", "purge-f1"];
     for key in settled {
         let id = id(key);
@@ -303,7 +311,7 @@ fn purge_removes_only_settled_records_past_retention(store: &impl Store) {
     }
 }
 
-fn take_over_needs_an_ended_lease_and_fences_the_old_holder(store: &impl Store) {
+fn take_over_needs_an_ended_lease_and_fences_the_old_holder(store: &Waited<impl Store>) {
     let live = id("take-over-live");
     let holder = acquire(store, live, "{}");
     match store.take_over(live, holder, LONG) {
@@ -335,7 +343,7 @@ fn take_over_needs_an_ended_lease_and_fences_the_old_holder(store: &impl Store) 
     );
 }
 
-fn abandon_ends_the_lease_at_once(store: &impl Store) {
+fn abandon_ends_the_lease_at_once(store: &Waited<impl Store>) {
     let id = id("abandoned");
     let token = acquire(store, id, "{}");
     store.abandon(id, token).unwrap_or_else(|e| panic!("abandon by the holder failed: {e}"));

@@ -5,8 +5,9 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 
+use super::waited::Waited;
 use super::{LONG, acquire_for, id, reserve_request};
-use crate::store::{RecordState, Reservation, Store, StoreError, Token};
+use crate::store::{RecordState, Reservation, Store, StoreError, Token, block_on};
 
 /// Threads racing for one id.
 const RACERS: usize = 8;
@@ -32,7 +33,7 @@ pub fn check_exclusive_reserve<S: Store>(stores: &[S]) {
                     keys.iter()
                         .map(|key| {
                             barrier.wait();
-                            store.reserve(reserve_request(id(key), "{}", LONG))
+                            block_on(store.reserve(reserve_request(id(key), "{}", LONG)))
                         })
                         .collect()
                 })
@@ -74,7 +75,7 @@ pub fn check_exclusive_reserve<S: Store>(stores: &[S]) {
 }
 
 /// Races 8 threads to take over each of 50 abandoned reservations: exactly one wins each.
-pub(super) fn one_caller_takes_over_an_abandoned_key(store: &impl Store) {
+pub(super) fn one_caller_takes_over_an_abandoned_key(store: &Waited<impl Store>) {
     const KEYS: usize = 50;
     let keys: Vec<String> = (0..KEYS).map(|k| format!("take-over-race-{k}")).collect();
     let expired: Vec<Token> =

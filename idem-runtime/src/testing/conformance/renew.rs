@@ -4,6 +4,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::waited::Waited;
 use super::{LONG, NS, acquire, acquire_for, assert_fenced, existing, id, read, settle};
 use crate::store::{Completion, Record, RecordId, RecordState, Renew, Store, StoreError, Token};
 
@@ -17,7 +18,7 @@ fn renewal<'a>(id: RecordId<'a>, token: Token, lease: Duration, progress: Option
 }
 
 /// Renews as the holder, which must succeed.
-fn renew(store: &impl Store, id: RecordId<'_>, token: Token, lease: Duration, progress: Option<&str>) {
+fn renew(store: &Waited<impl Store>, id: RecordId<'_>, token: Token, lease: Duration, progress: Option<&str>) {
     store
         .renew(renewal(id, token, lease, progress))
         .unwrap_or_else(|e| panic!("renew of {id:?} by its holder {token:?} failed: {e}"));
@@ -34,12 +35,12 @@ fn in_progress<'a>(record: &'a Record, what: &str) -> (i64, bool, Option<&'a str
 }
 
 /// The record at `id`, which must exist.
-fn record(store: &impl Store, id: RecordId<'_>) -> Record {
+fn record(store: &Waited<impl Store>, id: RecordId<'_>) -> Record {
     read(store, id).unwrap_or_else(|| panic!("the record {id:?} must exist"))
 }
 
 /// Waits until the store judges the lease of the reservation at `id` ended.
-fn wait_for_lease_end(store: &impl Store, id: RecordId<'_>) {
+fn wait_for_lease_end(store: &Waited<impl Store>, id: RecordId<'_>) {
     let started = Instant::now();
     loop {
         let record = record(store, id);
@@ -58,7 +59,7 @@ fn wait_for_lease_end(store: &impl Store, id: RecordId<'_>) {
 
 /// Renewal moves the lease's end to `lease` after now, by the store's clock, so the key
 /// stays the holder's after the lease it replaced has ended.
-pub(super) fn renew_extends_the_lease(store: &impl Store) {
+pub(super) fn renew_extends_the_lease(store: &Waited<impl Store>) {
     let renewed = id("renew-extended");
     let control = id("renew-control");
     let token = acquire_for(store, renewed, r#"{"v":1}"#, SHORT);
@@ -99,7 +100,7 @@ pub(super) fn renew_extends_the_lease(store: &impl Store) {
 
 /// A holder whose lease ended may renew it as long as nobody took the key over: the lease
 /// is live again and a take-over is refused.
-pub(super) fn renew_after_the_lease_ended_revives_it(store: &impl Store) {
+pub(super) fn renew_after_the_lease_ended_revives_it(store: &Waited<impl Store>) {
     let id = id("renew-ended");
     let token = acquire_for(store, id, "{}", Duration::ZERO);
     renew(store, id, token, LONG, None);
@@ -115,7 +116,7 @@ pub(super) fn renew_after_the_lease_ended_revives_it(store: &impl Store) {
 
 /// The progress message: none at first, set by renew, kept by a renew without one,
 /// replaced by the next, byte for byte; gone once the record settles or is taken over.
-pub(super) fn renew_keeps_progress_until_settled(store: &impl Store) {
+pub(super) fn renew_keeps_progress_until_settled(store: &Waited<impl Store>) {
     let key = id("renew-progress");
     let token = acquire(store, key, "{}");
     let progress = |what: &str| -> Option<String> {
@@ -162,7 +163,7 @@ pub(super) fn renew_keeps_progress_until_settled(store: &impl Store) {
 
 /// A renewal by a token that does not hold the record (taken over, released, another
 /// record's, never handed out) is Fenced and changes nothing, message included.
-pub(super) fn renew_with_a_stale_token_is_fenced(store: &impl Store) {
+pub(super) fn renew_with_a_stale_token_is_fenced(store: &Waited<impl Store>) {
     let stale_renew = |id: RecordId<'_>, token: Token, what: &str| {
         let before = read(store, id);
         assert_fenced(store.renew(renewal(id, token, LONG, Some("stale"))), what);
@@ -201,7 +202,7 @@ pub(super) fn renew_with_a_stale_token_is_fenced(store: &impl Store) {
 }
 
 /// A settled record is no one's to renew: Fenced, and it stays as it settled.
-pub(super) fn renew_of_a_settled_record_is_fenced(store: &impl Store) {
+pub(super) fn renew_of_a_settled_record_is_fenced(store: &Waited<impl Store>) {
     for (key, completion) in [
         ("renew-settled-completed", Completion::Success("\"done\"")),
         ("renew-settled-failed", Completion::KeptError("{}")),

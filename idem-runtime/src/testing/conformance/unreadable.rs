@@ -4,6 +4,7 @@
 //! (STORE_UNAVAILABLE would have an agent retry forever) and never as a free key (that
 //! would run the action again).
 
+use super::waited::Waited;
 use super::{LONG, acquire, id, read, reserve_request};
 use crate::store::{Completion, MemoryStore, RecordId, SqliteStore, Store, StoreError, Token};
 
@@ -15,13 +16,13 @@ use crate::store::{Completion, MemoryStore, RecordId, SqliteStore, Store, StoreE
 /// `PgStore`. It bypasses every rule of the store's own operations; use it in tests only.
 ///
 /// ```
-/// use idem_runtime::store::{MemoryStore, RecordId, Store, StoreError};
+/// use idem_runtime::store::{MemoryStore, RecordId, Store, StoreError, block_on};
 /// use idem_runtime::testing::conformance::PlantRecord;
 ///
 /// let store = MemoryStore::new();
 /// let id = RecordId { namespace: "billing.invoices", key: "invoice:acme:2026-10" };
 /// store.plant_state(id, "paused").unwrap();
-/// assert!(matches!(Store::read(&store, id), Err(StoreError::Corrupt(_))));
+/// assert!(matches!(block_on(store.read(id)), Err(StoreError::Corrupt(_))));
 /// ```
 pub trait PlantRecord {
     /// Writes a record for `id`, which must have none, whose state is `state` as the
@@ -67,6 +68,7 @@ impl PlantRecord for crate::store::PgStore {
 /// idem_runtime::testing::conformance::check_unknown_state(&idem_runtime::store::MemoryStore::new());
 /// ```
 pub fn check_unknown_state<S: Store + PlantRecord>(store: &S) {
+    let store = &Waited(store);
     let unknown = id("unknown-state");
     let beside = id("beside-unknown-state");
     let token = acquire(store, beside, "{}");

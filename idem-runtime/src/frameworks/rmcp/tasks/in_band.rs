@@ -32,7 +32,7 @@ use super::{ids, records};
 use crate::approval::{self, Asked, DecideError, Request, State};
 use crate::call::Tool;
 use crate::key::Key;
-use crate::store::{AsyncStore, RecordId, StoreError, now_ms};
+use crate::store::{DynStore, RecordId, Store, StoreError, now_ms};
 
 /// The key of an approval question in an `InputRequiredResult`'s `inputRequests` (MCP
 /// 2026-07-28), and of its answer in the `inputResponses` of the call that follows.
@@ -119,7 +119,7 @@ pub(super) async fn answered(
     tool: &Tool,
     key: &Key,
     asked: &Request,
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
     client: &Client,
 ) -> Answered {
     let Some(answer) = client.responses.as_ref().and_then(|responses| responses.get(APPROVAL_INPUT)) else {
@@ -169,7 +169,7 @@ pub(super) async fn ask(
     tool: &Tool,
     key: &Key,
     asked: &Request,
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
     client: &Client,
     answer_with: impl FnOnce(InputRequiredResult),
 ) -> bool {
@@ -234,7 +234,7 @@ async fn await_answer(
     tool: &Tool,
     key: &Key,
     asked: &Request,
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
     mut sent: RequestHandle<RoleServer>,
 ) -> Option<Result<ClientResult, rmcp::service::ServiceError>> {
     let wait = elicitation_wait(tool.timeout);
@@ -253,7 +253,7 @@ async fn await_answer(
 
 /// Waits, reading the store, until the approval `asked` is no longer waiting: decided (here,
 /// by another worker, or by an operator), declined by a cancel, reopened, or expired.
-pub(super) async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn AsyncStore) {
+pub(super) async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn DynStore) {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let mut pause = Duration::from_millis(10);
     loop {
@@ -276,7 +276,7 @@ pub(super) async fn decided(tool: &Tool, key: &Key, asked: &Request, store: &dyn
 
 /// The `requestState` of the question about `request`, asked in `round` for the action `id`.
 async fn state_of(
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
     id: RecordId<'_>,
     round: Asked,
     request: &Request,
@@ -288,7 +288,7 @@ async fn state_of(
 /// Records the user's answer to the request `asked` (and to no later one): accept approves,
 /// decline and cancel decline. A request decided, expired or asked anew meanwhile is left
 /// as it stands; only a store that fails is an error.
-pub(super) async fn record<S: AsyncStore + ?Sized>(
+pub(super) async fn record<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     asked: Asked,
@@ -309,7 +309,7 @@ pub(super) async fn record<S: AsyncStore + ?Sized>(
 
 /// Records the answer to the question of a task waiting for the request asked at
 /// `asked_at_ms` (`tasks/update`, `tasks/cancel`): for that request only.
-pub(super) async fn record_for_task<S: AsyncStore + ?Sized>(
+pub(super) async fn record_for_task<S: Store + ?Sized>(
     store: &S,
     id: RecordId<'_>,
     asked_at_ms: i64,

@@ -50,7 +50,7 @@ use serde_json::json;
 use crate::call::{Tool, cancel};
 use crate::key::{KeyPart, scope_prefix};
 use crate::output::ToolOutput;
-use crate::store::{AsyncStore, RecordId, now_ms};
+use crate::store::{RecordId, Store, now_ms};
 
 pub use client::Client;
 pub use in_band::{APPROVAL_INPUT, DECIDED_IN_THE_CLIENT, ELICITATION_WAIT};
@@ -190,7 +190,7 @@ pub async fn ask<O, S>(tool: &'static Tool, store: &S, (task_id, caller): (&str,
 where
     O: ToolOutput + IntoCallToolResult,
     O::Value: DeserializeOwned,
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
 {
     if !ids::well_formed(task_id) {
         return None;
@@ -251,7 +251,7 @@ where
 
 /// Records a cancel for the run that began once the approval `run` waited for was given,
 /// under that run's task id, which the worker running it reads as it renews.
-async fn cancel_approved_run<S: AsyncStore + ?Sized>(
+async fn cancel_approved_run<S: Store + ?Sized>(
     store: &S,
     run: &records::Run,
     asked: &str,

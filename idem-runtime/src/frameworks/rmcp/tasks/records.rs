@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::store::once::{self, Put};
-use crate::store::{AsyncStore, RecordId, StoreError, Token};
+use crate::store::{RecordId, Store, StoreError, Token};
 
 /// The namespace of the records tasks keep. Tool namespaces are Rust paths or names the
 /// attribute gives; `idem.` is idem's own.
@@ -66,7 +66,7 @@ impl Run {
 
 /// Records the run task `id` stands for, kept for `retain`, unless it is recorded already
 /// (ids are derived from runs, so what stands is the same).
-pub(super) async fn put_run<S: AsyncStore + ?Sized>(
+pub(super) async fn put_run<S: Store + ?Sized>(
     store: &S,
     id: &str,
     run: &Run,
@@ -76,7 +76,7 @@ pub(super) async fn put_run<S: AsyncStore + ?Sized>(
 }
 
 /// The run task `id` stands for, if this store made it.
-pub(super) async fn run<S: AsyncStore + ?Sized>(store: &S, id: &str) -> Result<Option<Run>, StoreError> {
+pub(super) async fn run<S: Store + ?Sized>(store: &S, id: &str) -> Result<Option<Run>, StoreError> {
     match get(store, id).await? {
         Some(text) => Run::from_json(&text)
             .map(Some)
@@ -86,7 +86,7 @@ pub(super) async fn run<S: AsyncStore + ?Sized>(store: &S, id: &str) -> Result<O
 }
 
 /// The store's secret for task ids, made by whichever caller asks first.
-pub(super) async fn secret<S: AsyncStore + ?Sized>(store: &S) -> Result<Vec<u8>, StoreError> {
+pub(super) async fn secret<S: Store + ?Sized>(store: &S) -> Result<Vec<u8>, StoreError> {
     if let Some(secret) = known_secret(store).await? {
         return Ok(secret);
     }
@@ -97,7 +97,7 @@ pub(super) async fn secret<S: AsyncStore + ?Sized>(store: &S) -> Result<Vec<u8>,
 }
 
 /// The store's secret for task ids, if a task was ever made in it.
-pub(super) async fn known_secret<S: AsyncStore + ?Sized>(store: &S) -> Result<Option<Vec<u8>>, StoreError> {
+pub(super) async fn known_secret<S: Store + ?Sized>(store: &S) -> Result<Option<Vec<u8>>, StoreError> {
     get(store, "secret").await?.map(|stored| read_secret(&stored)).transpose()
 }
 
@@ -111,7 +111,7 @@ fn read_secret(stored: &str) -> Result<Vec<u8>, StoreError> {
 
 /// Writes `value` under `key` unless a value is there already, and returns the value that
 /// stands: the first writer's (see [`once::put`]).
-pub(super) async fn put<S: AsyncStore + ?Sized>(
+pub(super) async fn put<S: Store + ?Sized>(
     store: &S,
     key: &str,
     value: &str,
@@ -124,7 +124,7 @@ pub(super) async fn put<S: AsyncStore + ?Sized>(
 }
 
 /// The value written under `key`, if any.
-pub(super) async fn get<S: AsyncStore + ?Sized>(store: &S, key: &str) -> Result<Option<String>, StoreError> {
+pub(super) async fn get<S: Store + ?Sized>(store: &S, key: &str) -> Result<Option<String>, StoreError> {
     Ok(once::get(store, RecordId { namespace: NAMESPACE, key }).await?.map(|(value, _)| value))
 }
 
@@ -141,11 +141,11 @@ pub(super) fn end_key(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{FromSync, MemoryStore, Reserve};
+    use crate::store::{MemoryStore, Reserve};
 
     #[tokio::test]
     async fn the_first_value_stands() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         assert_eq!(get(&store, "k").await.unwrap(), None);
         assert_eq!(put(&store, "k", "1", FOREVER).await.unwrap(), "1");
         assert_eq!(put(&store, "k", "2", FOREVER).await.unwrap(), "1");
@@ -154,22 +154,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_writer_that_stopped_halfway_has_written() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         let id = RecordId { namespace: NAMESPACE, key: "k" };
-        AsyncStore::reserve(&store, Reserve { id, request: "1", lease: Duration::ZERO }).await.unwrap();
+        store.reserve(Reserve { id, request: "1", lease: Duration::ZERO }).await.unwrap();
         assert_eq!(get(&store, "k").await.unwrap().as_deref(), Some("1"), "the value stands from its reservation");
         assert_eq!(put(&store, "k", "2", FOREVER).await.unwrap(), "1");
     }
 
     #[tokio::test]
     async fn one_secret_per_store_whoever_asks() {
-        let store = FromSync(MemoryStore::new());
+        let store = MemoryStore::new();
         assert_eq!(known_secret(&store).await.unwrap(), None, "asking whether there is one makes none");
         let made = secret(&store).await.unwrap();
         assert_eq!(made.len(), 32);
         assert_eq!(known_secret(&store).await.unwrap(), Some(made.clone()));
         assert_eq!(secret(&store).await.unwrap(), made);
-        assert_ne!(secret(&FromSync(MemoryStore::new())).await.unwrap(), made, "another store");
+        assert_ne!(secret(&MemoryStore::new()).await.unwrap(), made, "another store");
     }
 
     /// Workers that ask for the secret of a new store at the same moment all get one and
@@ -186,7 +186,7 @@ mod tests {
                     .map(|_| {
                         let (path, barrier) = (&path, &barrier);
                         scope.spawn(move || {
-                            let store = FromSync(crate::store::SqliteStore::open(path).unwrap());
+                            let store = crate::store::SqliteStore::open(path).unwrap();
                             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
                             barrier.wait();
                             runtime.block_on(secret(&store)).unwrap()

@@ -18,7 +18,7 @@ use crate::approval::Request;
 use crate::call::{Serving, Tool, answers};
 use crate::error::Running;
 use crate::key::Key;
-use crate::store::{AsyncStore, BoxFuture, RecordId, RecordState, StoreError, Token, rfc3339};
+use crate::store::{BoxFuture, DynStore, RecordId, RecordState, Store, StoreError, Token, rfc3339};
 
 tokio::task_local! {
     /// Set while a `tools/call` is served through `#[idem::tasks]`.
@@ -113,7 +113,7 @@ impl Serving for Tasks {
         tool: &'static Tool,
         key: &'a Key,
         running: &'a Running,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(served) = served_here() else { return };
@@ -148,7 +148,7 @@ impl Serving for Tasks {
         key: &'a Key,
         token: Token,
         started: Instant,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(timeout) = tool.timeout else { return };
@@ -184,7 +184,7 @@ impl Serving for Tasks {
         tool: &'static Tool,
         key: &'a Key,
         token: Token,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             if crate::call::cancel::is_requested(tool.namespace, key.as_str()) {
@@ -211,7 +211,7 @@ impl Serving for Tasks {
         tool: &'static Tool,
         key: &'a Key,
         asked: &'a Request,
-        store: &'a dyn AsyncStore,
+        store: &'a dyn DynStore,
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             let Some(served) = served_here() else { return false };
@@ -253,7 +253,7 @@ fn served_here() -> Option<Arc<Served>> {
 }
 
 /// The task of the run that reserved `key` under `token` just now.
-async fn started_task(tool: &Tool, key: &Key, token: Token, store: &dyn AsyncStore) -> Result<Task, StoreError> {
+async fn started_task(tool: &Tool, key: &Key, token: Token, store: &dyn DynStore) -> Result<Task, StoreError> {
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let record = store.read(id).await?.ok_or_else(|| StoreError::Corrupt("the record just reserved is gone".into()))?;
     let run = Run {
@@ -272,7 +272,7 @@ async fn awaiting_task(
     tool: &Tool,
     key: &Key,
     asked: &Request,
-    store: &dyn AsyncStore,
+    store: &dyn DynStore,
 ) -> Result<CreateTaskResult, StoreError> {
     let run = Run {
         namespace: tool.namespace.into(),
@@ -289,7 +289,7 @@ async fn awaiting_task(
 }
 
 /// The task of `run`, made (with its record in the store) unless it exists.
-async fn task_of(tool: &Tool, store: &dyn AsyncStore, run: &Run) -> Result<Task, StoreError> {
+async fn task_of(tool: &Tool, store: &dyn DynStore, run: &Run) -> Result<Task, StoreError> {
     let secret = records::secret(store).await?;
     let id = if run.awaits_approval {
         super::ids::approval_task_id(&secret, &run.namespace, &run.key, run.created_at_ms)

@@ -33,14 +33,14 @@ use crate::call::{Tool, answers};
 use crate::error::Error;
 use crate::key::Key;
 use crate::output::{ToolOutput, replay_value};
-use crate::store::{AsyncStore, RecordId, RecordState, StoreError, now_ms, rfc3339};
+use crate::store::{RecordId, RecordState, Store, StoreError, now_ms, rfc3339};
 
 /// The state of task `id`, which stands for `run` of `tool`'s action.
 pub(super) async fn state<O, S>(tool: &'static Tool, store: &S, id: &str, run: &Run) -> Result<DetailedTask, ErrorData>
 where
     O: ToolOutput + IntoCallToolResult,
     O::Value: DeserializeOwned,
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
 {
     if let Some(end) = records::get(store, &end_key(id)).await.map_err(|e| store_error(tool, &run.key, &e))? {
         return serde_json::from_str(&end).map_err(|e| {
@@ -137,7 +137,7 @@ async fn awaiting<O, S>(
 ) -> Result<DetailedTask, ErrorData>
 where
     O: ToolOutput + IntoCallToolResult,
-    S: AsyncStore + ?Sized,
+    S: Store + ?Sized,
 {
     let id = RecordId { namespace: &run.namespace, key: &run.key };
     let key = Key::stored(&run.key);
@@ -192,7 +192,7 @@ where
 
 /// Writes an ended task's state, unless another caller wrote one first; returns the state
 /// that stands.
-async fn freeze<S: AsyncStore + ?Sized>(
+async fn freeze<S: Store + ?Sized>(
     tool: &Tool,
     store: &S,
     (id, run): (&str, &Run),

@@ -39,7 +39,7 @@ fn a_reservation_behind_an_open_transaction_is_locked_at_once() {
     let sync = reserve(&store, "held");
     assert!(matches!(sync, Err(StoreError::Locked)), "{sync:?}");
     let request = Reserve { id: id("held"), request: "{}", lease: Duration::from_secs(60) };
-    let async_entry = runtime.block_on(AsyncStore::reserve(&store, request));
+    let async_entry = runtime.block_on(store.reserve(request));
     assert!(matches!(async_entry, Err(StoreError::Locked)), "{async_entry:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a 30 s lock_timeout", started.elapsed());
     runtime.block_on(open.rollback()).unwrap();

@@ -1,4 +1,4 @@
-//! The PostgreSQL store's checks: the shared conformance suite (through both entries) and
+//! The PostgreSQL store's checks: the shared conformance suite and
 //! what only this store has (schema, migrations, pool, the sync entry inside runtimes).
 //!
 //! They need a server: `IDEM_TEST_DATABASE_URL=postgres://...` (`bash .ci/pg start DIR`
@@ -12,8 +12,10 @@ use std::time::Instant;
 
 use super::pool::block_on;
 use super::*;
-use crate::store::{AsyncStore, Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store};
-use crate::testing::conformance::{check_async_store, check_exclusive_reserve, check_store, check_unknown_state};
+use crate::store::{Completion, RecordId, RecordState, Renew, Reservation, Reserve, Store};
+use crate::testing::conformance::{check_exclusive_reserve, check_store, check_unknown_state};
+use tokio_postgres::config::Host;
+use tokio_postgres::{Config, NoTls};
 
 mod locks;
 
@@ -93,7 +95,7 @@ fn id(key: &str) -> RecordId<'_> {
 }
 
 fn reserve(store: &PgStore, key: &str) -> Result<Reservation, StoreError> {
-    Store::reserve(store, Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) })
+    block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) }))
 }
 
 #[test]
@@ -124,7 +126,6 @@ fn passes_the_conformance_checks_reading_first() {
         store
     };
     check_store(reading_first);
-    check_async_store(reading_first);
 }
 
 /// A stretch of repeats turns reservations to reading first; a stretch of first calls
@@ -144,12 +145,6 @@ fn reservations_read_first_after_repeats_and_not_after_first_calls() {
     }
     assert!(!store.inner.repeats.read_first());
     assert!(matches!(reserve(&store, "new-0"), Ok(Reservation::Existing(_))));
-}
-
-#[test]
-fn passes_the_conformance_checks_through_the_async_entry() {
-    let Some(db) = TestDb::get("passes_the_conformance_checks_through_the_async_entry") else { return };
-    check_async_store(|| db.store());
 }
 
 /// Two pools on one schema stand for two worker processes.
@@ -201,7 +196,7 @@ fn a_version_1_schema_is_migrated_with_its_records() {
     ))
     .unwrap();
     let store = PgStore::builder(&db.url).schema(&s).build().unwrap();
-    assert!(matches!(Store::read(&store, id("kept")), Ok(Some(_))), "the record survives the migration");
+    assert!(matches!(block_on(store.read(id("kept"))), Ok(Some(_))), "the record survives the migration");
     db.sql(&format!(
         "DO $$ BEGIN
            IF (SELECT max(version) FROM {s}.idem_schema_version) <> {v} THEN RAISE EXCEPTION 'not migrated'; END IF;
@@ -233,7 +228,7 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     ))
     .unwrap();
     let store = PgStore::builder(&db.url).schema(&s).build().unwrap();
-    let record = Store::read(&store, id("running")).unwrap().expect("the record survives the migration");
+    let record = block_on(store.read(id("running"))).unwrap().expect("the record survives the migration");
     assert_eq!(record.token, token);
     assert!(
         matches!(record.state, RecordState::InProgress { lease_expired: false, progress: None, .. }),
@@ -248,8 +243,8 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     ))
     .unwrap();
     let renewal = Renew { id: id("running"), token, lease: Duration::from_secs(60), progress: Some("migrated") };
-    Store::renew(&store, renewal).unwrap();
-    let renewed = Store::read(&store, id("running")).unwrap().unwrap();
+    block_on(store.renew(renewal)).unwrap();
+    let renewed = block_on(store.read(id("running"))).unwrap().unwrap();
     assert!(
         matches!(&renewed.state, RecordState::InProgress { progress: Some(p), .. } if p == "migrated"),
         "{renewed:?}"
@@ -264,9 +259,9 @@ fn settling_clears_the_progress_column() {
     let store = db.store();
     for (key, completion) in [("completed", Completion::Success("1")), ("failed", Completion::KeptError("{}"))] {
         let Ok(Reservation::Acquired { token }) = reserve(&store, key) else { panic!("a new key is acquired") };
-        Store::renew(&store, Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") })
+        block_on(store.renew(Renew { id: id(key), token, lease: Duration::from_secs(60), progress: Some("busy") }))
             .unwrap();
-        Store::complete(&store, id(key), token, completion, Duration::from_secs(60)).unwrap();
+        block_on(store.complete(id(key), token, completion, Duration::from_secs(60))).unwrap();
     }
     db.sql(&format!(
         "DO $$ BEGIN
@@ -321,7 +316,7 @@ fn unreadable_rows_are_corrupt_and_name_the_key() {
     ))
     .unwrap();
     for key in ["odd-state", "no-result", "no-lease"] {
-        match Store::read(&store, id(key)) {
+        match block_on(store.read(id(key))) {
             Err(StoreError::Corrupt(what)) => assert!(what.contains(key), "{what}"),
             other => panic!("{key}: expected Corrupt, got {other:?}"),
         }
@@ -361,7 +356,7 @@ fn a_store_outlives_the_runtimes_that_used_it() {
         runtime.block_on(async {
             let key = format!("round-{round}");
             let request = Reserve { id: id(&key), request: "{}", lease: Duration::from_secs(60) };
-            assert!(matches!(AsyncStore::reserve(&store, request).await, Ok(Reservation::Acquired { .. })));
+            assert!(matches!(store.reserve(request).await, Ok(Reservation::Acquired { .. })));
         });
     }
 }
@@ -380,7 +375,7 @@ fn each_runtime_drives_its_own_connections() {
         let store = store.clone();
         async move {
             let request = Reserve { id: id(&key), request: "{}", lease: Duration::from_secs(60) };
-            let reserved = AsyncStore::reserve(&store, request).await;
+            let reserved = store.reserve(request).await;
             assert!(matches!(reserved, Ok(Reservation::Acquired { .. })), "{key}: {reserved:?}");
         }
     };
@@ -443,7 +438,7 @@ fn an_unreachable_server_is_a_backend_error() {
     let store = PgStore::builder("postgres://idem@127.0.0.1:1/none").build().unwrap();
     assert!(matches!(reserve(&store, "k"), Err(StoreError::Backend(_))));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let read = runtime.block_on(AsyncStore::read(&store, id("k")));
+    let read = runtime.block_on(store.read(id("k")));
     assert!(matches!(read, Err(StoreError::Backend(_))));
 }
 
@@ -486,22 +481,22 @@ fn per_call_costs() {
     time("reserve + complete (a fresh call), async", &mut |key| {
         runtime.block_on(async {
             let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
-            let Ok(Reservation::Acquired { token }) = AsyncStore::reserve(&store, request).await else { panic!() };
+            let Ok(Reservation::Acquired { token }) = store.reserve(request).await else { panic!() };
             let done = Completion::Success("{\"ok\":true}");
-            AsyncStore::complete(&store, id(key), token, done, Duration::from_secs(60)).await.unwrap();
+            store.complete(id(key), token, done, Duration::from_secs(60)).await.unwrap();
         })
     });
     time("reserve finding the result (a replay), async", &mut |key| {
         runtime.block_on(async {
             let request = Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) };
-            assert!(matches!(AsyncStore::reserve(&store, request).await, Ok(Reservation::Existing(_))));
+            assert!(matches!(store.reserve(request).await, Ok(Reservation::Existing(_))));
         })
     });
     time("reserve finding the result (a replay), sync", &mut |key| {
         assert!(matches!(reserve(&store, key), Ok(Reservation::Existing(_))));
     });
     time("read (a status call), sync", &mut |key| {
-        assert!(Store::read(&store, id(key)).unwrap().is_some());
+        assert!(block_on(store.read(id(key))).unwrap().is_some());
     });
     time("transactional, fresh (begin+reserve, commit)", &mut |key| {
         let key = format!("tx-{key}");
