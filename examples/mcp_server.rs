@@ -12,7 +12,7 @@
 //! or in a client's server list as the command `cargo` with the arguments
 //! `run --quiet --manifest-path /path/to/idem/Cargo.toml --features rmcp --bin mcp_server`.
 //! Keys are kept in the SQLite file `IDEM_DB`, else in the default store's file
-//! (`idem::default_store_path()`, in the user's data directory), never in whatever working
+//! (`idem::store::default_store_path()`, in the user's data directory), never in whatever working
 //! directory the client started the server from, so a retry after a restart of the server
 //! is still answered from the store.
 //! Sent invoices are logged on stderr; stdout carries the protocol.
@@ -151,7 +151,7 @@ impl Billing {
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let path = match std::env::var_os("IDEM_DB") {
         Some(path) => PathBuf::from(path),
-        None => idem::default_store_path()?,
+        None => idem::store::default_store_path()?,
     };
     let billing = Billing::open(&path)?;
     eprintln!(

@@ -13,9 +13,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use idem::budget::Budget;
 use idem::store::Admin;
 use idem::store::budget::{Adjustment, BudgetChange, BudgetQuery, UNIT};
-use idem::{Budget, MemoryStore, idempotent};
+use idem::{MemoryStore, idempotent};
 
 /// At most 3 refunds per tenant per day.
 static REFUNDS: Budget = Budget::count("refunds", 3).per_day();
@@ -82,7 +83,7 @@ fn main() {
 
     // An operator allows acme one more refund today, with a note; in a shell:
     // idem raise refunds 1 --scope acme --by ops --note "agreed with acme's manager"
-    let scope = idem::scope_prefix("acme");
+    let scope = idem::store::scope_prefix("acme");
     let query = BudgetQuery { budget: Some("refunds"), scope: Some(&scope), current: true };
     let window = store.budgets(&query).expect("the memory store keeps budgets").remove(0);
     let raise = Adjustment {

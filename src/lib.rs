@@ -29,7 +29,7 @@
 //! | `key = "invoice:<customer>:<period>"` | a template string | The key template: literal text and placeholders, each a parameter (`<customer>`), a field path (`<req.customer>`), or a name bound by a parameter pattern (`Parameters(Req { customer, .. }): Parameters<Req>`). Checked at compile time; see [Keys](#keys). | required |
 //! | `compare = [amount, req.currency]` | a list of fields | Fields that must be equal on a repeat. A difference is a CONFLICT naming each field with its first and its new value, never a silent replay. Fields are named as the model sends them: `amount`, also for `req.amount` where rmcp's `Parameters(req)` binds the arguments (or `args.amount` of an ADK-Rust tool's argument struct `args`), and by their JSON names where serde renames them (see [Field names the model sees](#field-names-the-model-sees)). Their types implement `serde::Serialize`. | none |
 //! | `json_names = [args.customer_id = "custId"]` | a list of fields, each `= "name"` | The JSON names of key and compared fields of the arguments the model sends (rmcp's `Parameters<T>`, an ADK-Rust argument struct) that `#[serde(rename = "...")]` renames: the macro cannot see the struct's attributes. Each entry is such a field, or a field on the way to one (`args.customer = "cust"` for `<args.customer.id>`), with the JSON name of its last field. An entry that is none of these does not compile. See [Field names the model sees](#field-names-the-model-sees). | none: names `rename_all` gives are found by themselves |
-//! | `store = expr` | an expression | The store, evaluated on every call; it may use `self` or a parameter (`store = self.store`, `store = *STORE` for a `LazyLock`). Any [`store::Store`], for sync and async tools alike, also behind `&`, `Box` or `Arc`, or a [`store::DynStore`] chosen at run time; see [`store`]. | [`default_store`]: an SQLite file in the user's data directory, unless `IDEM_DB` or [`set_default_store_path`] names one ([`default_store_path`]) |
+//! | `store = expr` | an expression | The store, evaluated on every call; it may use `self` or a parameter (`store = self.store`, `store = *STORE` for a `LazyLock`). Any [`store::Store`], for sync and async tools alike, also behind `&`, `Box` or `Arc`, or a [`store::DynStore`] chosen at run time; see [`store`]. | [`store::default_store`]: an SQLite file in the user's data directory, unless `IDEM_DB` or [`store::set_default_store_path`] names one ([`store::default_store_path`]) |
 //! | `scope = expr` | an expression | Whose records these are: a tenant or user id from the authenticated request, evaluated on every call like `store`; see [Tenants](#tenants). An empty scope is `INVALID_KEY`. | one scope for all callers |
 //! | `unscoped` | a flag | Says that a tool which takes the caller's identity (rmcp's `Extension<T>`, ADK-Rust's `ToolContext`) shares its records across callers on purpose; without it, or `scope`, such a tool compiles with a warning. Contradicts `scope`. | |
 //! | `namespace = "billing"` | a string | The record namespace. Moving a tool to another module (or renaming its crate) changes its default namespace, and its earlier records no longer answer its calls: pin it with `namespace = "..."` first. Two methods of one name in two impl blocks of one module would get one default namespace: the second one called then refuses every call with `NAMESPACE_CLASH` (never a replay of the other's result) until one of them names its own. Give two tools one namespace to share keys on purpose. | the function's module path and name (`my_crate::billing::send_invoice`), so two tools never share keys by accident |
@@ -46,7 +46,7 @@
 //! | `approval(text = "pay <supplier> <amount> EUR")` | a template string | What the person reads: literal text and `<param>` or `<param.field>` placeholders, written with `Display`. | the tool's first doc sentence, then the key and the compared fields |
 //! | `approval(ttl = "4h")` | a duration | How long a request waits for a decision; then it expires (`APPROVAL_EXPIRED`) and a later call asks anew. | [`approval::DEFAULT_APPROVAL_TTL`]: one day |
 //! | `approval(notify = notify_approvers)` | a function (a hook) | A `fn(&idem::approval::Request)` called once when a request is made, never for a repeat: one message per action in the approvers' channel. A hook that panics is caught; the request stands. | none |
-//! | `budget = REFUNDS` | the path of a `static` | A [`Budget`] `static` (`Budget::count("refunds", 20).per_day()`, or `Budget::sum_of("refunded", "amount", 5_000.0)` over a compared field) that the tool's fresh runs are charged to, per scope, in the same write as the reservation. The store must keep budgets ([`store::BudgetStore`]: every bundled store does); one that does not is a compile error at its `store = ...`. A call without room answers `BUDGET_EXCEEDED`, or asks a person with `approval(over_budget)`; see [Budgets](#budgets-what-a-runaway-agent-cannot-spend) and [`budget`]. | none |
+//! | `budget = REFUNDS` | the path of a `static` | A [`budget::Budget`] `static` (`Budget::count("refunds", 20).per_day()`, or `Budget::sum_of("refunded", "amount", 5_000.0)` over a compared field) that the tool's fresh runs are charged to, per scope, in the same write as the reservation. The store must keep budgets ([`store::BudgetStore`]: every bundled store does); one that does not is a compile error at its `store = ...`. A call without room answers `BUDGET_EXCEEDED`, or asks a person with `approval(over_budget)`; see [Budgets](#budgets-what-a-runaway-agent-cannot-spend) and [`budget`]. | none |
 //! | `crate = "my_idem"` | a string | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute, and [`tasks`] takes it the same way. | `::idem` |
 //!
 //! Settings combine in one group: `approval(when = amount > 1000.0, over_budget, text = "pay
@@ -89,7 +89,7 @@
 //! `self`, a static, a local) or is not a `bool`; an `approval(...)` group that does not say
 //! which calls ask, or says both `always` and `when`; a text placeholder that names no
 //! parameter, and a `notify` hook of another signature; a `budget` that is not a
-//! [`Budget`], a sum budget whose field is not in `compare` (so a repeat with another amount
+//! [`budget::Budget`], a sum budget whose field is not in `compare` (so a repeat with another amount
 //! is a CONFLICT, never a second charge), and `approval(over_budget)` without `budget`. An
 //! `event_id` or `request_id` created once before the first attempt is a fine key field.
 //!
@@ -125,7 +125,7 @@
 //!   `"2026/10"` is stored as `invoice:acme%20corp:2026%2F10`, and `("a:b", "c")` never
 //!   meets `("a", "b:c")`. The `idem` command shows and takes keys in this form.
 //! - **Scopes.** A scoped tool's keys start with 32 hex digits of the scope's SHA-256 and a
-//!   `/` ([`scope_prefix`]); see [Tenants](#tenants).
+//!   `/` ([`store::scope_prefix`]); see [Tenants](#tenants).
 //! - **Empty fields.** A key field that is empty after normalization answers `INVALID_KEY`;
 //!   the body does not run.
 //! - **Key field types** implement [`KeyPart`]: strings, integers, `bool`, `char` (also
@@ -164,7 +164,7 @@
 //! by its Rust name (logged once as a warning).
 //!
 //! Records keep the names they always had, the Rust ones (`amount_eur`), and so do the
-//! field names of [`Budget::sum_of`] (the names in `compare`): renaming fields in JSON
+//! field names of [`Budget::sum_of`](budget::Budget::sum_of) (the names in `compare`): renaming fields in JSON
 //! changes nothing stored. Other tools' fields (plain parameters, rig's arguments) are named
 //! as in Rust, which is how the model sends them.
 //!
@@ -474,7 +474,7 @@
 //! ```
 //!
 //! - Every key of the tool starts with 32 hex digits of the scope's SHA-256 and a `/`
-//!   ([`scope_prefix`]`("acme")`): the scope's text never appears in the store, and no
+//!   ([`store::scope_prefix`]`("acme")`): the scope's text never appears in the store, and no
 //!   value (with `:`, `/`, another scope's hash, anything) can reach another scope's
 //!   records. Scopes compare exactly: `Acme` and `acme` are two. An empty scope is
 //!   `INVALID_KEY`, and the body does not run.
@@ -490,7 +490,7 @@
 //!   with a warning at the extractor that says how to scope
 //!   it; `unscoped` says that its records are shared across callers on purpose.
 //! - Operators list one scope's records with `idem list --scope acme` (in code,
-//!   [`store::Admin::list`] with `key_prefix: Some(&idem::scope_prefix("acme"))`).
+//!   [`store::Admin::list`] with `key_prefix: Some(&idem::store::scope_prefix("acme"))`).
 //!
 //! ## Provider keys
 //!

@@ -266,14 +266,14 @@ fn a_tenants_approval_never_runs_another_tenants_action() {
     let acme = Tenanted { store: store.clone(), tenant: "acme".into() };
     let beta = Tenanted { store: store.clone(), tenant: "beta".into() };
     assert_eq!(acme.refund("o1".into()).unwrap_err().code(), ErrorCode::ApprovalRequired);
-    let acme_key = format!("{}refund:o1", idem::scope_prefix("acme"));
+    let acme_key = format!("{}refund:o1", idem::store::scope_prefix("acme"));
     block_on(approval::approve(&*store, RecordId { namespace: "tests::refund", key: &acme_key }, "ops", None)).unwrap();
     assert_eq!(beta.refund("o1".into()).unwrap_err().code(), ErrorCode::ApprovalRequired, "beta asks for its own");
     acme.refund("o1".into()).unwrap();
     assert_eq!(*TENANT_RUNS.lock().unwrap(), ["acme"]);
     let waiting = approval::pending(&*store, Some("tests::refund"), None).unwrap();
     assert_eq!(waiting.len(), 1, "beta's request waits: {waiting:?}");
-    assert!(waiting[0].key.starts_with(&idem::scope_prefix("beta")));
+    assert!(waiting[0].key.starts_with(&idem::store::scope_prefix("beta")));
 }
 
 struct TenantBilling {
@@ -297,7 +297,7 @@ impl TenantBilling {
 #[test]
 fn texts_a_person_or_a_model_reads_name_the_action_without_the_scopes_hash() {
     let billing = TenantBilling { store: MemoryStore::new(), tenant: "acme".into() };
-    let hash = idem::scope_prefix("acme");
+    let hash = idem::store::scope_prefix("acme");
     let hash = hash.trim_end_matches('/');
     let asked = billing.send_invoice("Zoë & Co".into(), "2026/10".into(), 2000.0).unwrap_err();
     assert_eq!(asked.code(), ErrorCode::ApprovalRequired);

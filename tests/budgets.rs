@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use idem::budget::Budget;
 use idem::store::block_on;
 use idem::store::budget::{Adjustment, BudgetChange, BudgetQuery, BudgetWindow, UNIT};
 use idem::store::{Admin, RecordId, Reserve};
-use idem::{Budget, ErrorCode, MemoryStore, SqliteStore, idempotent};
+use idem::{ErrorCode, MemoryStore, SqliteStore, idempotent};
 
 /// At most 5 refunds and credits per tenant per day.
 static REFUNDS: Budget = Budget::count("tests.refunds", 5).per_day();
@@ -268,7 +269,7 @@ fn used(store: &dyn Opened, budget: &str, tenant_scope: &str) -> f64 {
 
 /// The scope a tenant's windows are kept under: the scope prefix of its keys.
 fn scope_of(tenant: &str) -> String {
-    idem::scope_prefix(tenant)
+    idem::store::scope_prefix(tenant)
 }
 
 #[test]

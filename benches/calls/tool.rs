@@ -166,7 +166,7 @@ pub async fn idem_call<S: Store + 'static>(tools: Arc<AsyncTools<S>>, a: Args) -
 }
 
 /// The budgeted tool's budget: a count no run reaches.
-pub static INVOICES: idem::Budget = idem::Budget::count("bench.invoices", 1_000_000_000_000).per_day();
+pub static INVOICES: idem::budget::Budget = idem::budget::Budget::count("bench.invoices", 1_000_000_000_000).per_day();
 
 // ---------------------------------------------------------------------------------------
 // Arguments and checks.

@@ -10,7 +10,7 @@ use crate::render::when;
 
 /// `idem approvals`: the requests waiting for a person, oldest first.
 pub(crate) fn list(store: &dyn Admin, namespace: Option<&str>, scope: Option<&str>, json: bool) -> Result<(), String> {
-    let prefix = scope.map(idem_runtime::scope_prefix);
+    let prefix = scope.map(idem_runtime::store::scope_prefix);
     let waiting = approval::pending(store, namespace, prefix.as_deref()).map_err(|e| e.to_string())?;
     for request in &waiting {
         if json {

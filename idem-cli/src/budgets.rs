@@ -33,7 +33,7 @@ pub(crate) struct Filter {
 
 /// How the store keeps a scope: its keys' prefix (`""`: an unscoped tool's).
 fn scope_of(scope: &str) -> String {
-    idem_runtime::scope_prefix(scope)
+    idem_runtime::store::scope_prefix(scope)
 }
 
 fn line(window: &BudgetWindow) -> String {

@@ -24,7 +24,7 @@ pub(crate) fn run(
                 Some(State::Completed) => StateFilter::Completed,
                 Some(State::Failed) => StateFilter::Failed,
             };
-            let prefix = scope.as_deref().map(idem_runtime::scope_prefix);
+            let prefix = scope.as_deref().map(idem_runtime::store::scope_prefix);
             let query = ListQuery {
                 state: filter,
                 namespace: namespace.as_deref(),

@@ -88,7 +88,7 @@ fn main() -> ExitCode {
     let db = match cli.db {
         Some(db) => Ok(db),
         // The file the tools' default store uses, resolved the same way.
-        None => idem_runtime::default_store_path().map_err(|error| error.to_string()),
+        None => idem_runtime::store::default_store_path().map_err(|error| error.to_string()),
     };
     let store = db.and_then(|db| open_existing(&db, &cli.schema, &cli.prefix));
     let ran = store.and_then(|store| command::run(&*store, cli.command, cli.json, &mut confirm));

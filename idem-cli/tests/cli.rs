@@ -85,11 +85,11 @@ fn list_filters_by_state() {
 fn list_filters_by_scope() {
     let (_dir, db, store) = store_with_records();
     for tenant in ["acme", "beta"] {
-        let key = format!("{}pay:1", idem_runtime::scope_prefix(tenant));
+        let key = format!("{}pay:1", idem_runtime::store::scope_prefix(tenant));
         reserve(&store, &key, Duration::from_secs(600));
     }
     let acme = text(&idem(&db, &["list", "--scope", "acme"], ""));
-    assert!(acme.contains(&idem_runtime::scope_prefix("acme")) && acme.contains("1 record(s)"), "{acme}");
+    assert!(acme.contains(&idem_runtime::store::scope_prefix("acme")) && acme.contains("1 record(s)"), "{acme}");
     let other = text(&idem(&db, &["list", "--scope", "Acme"], ""));
     assert!(other.contains("0 record(s)"), "a scope is exact: {other}");
     assert!(text(&idem(&db, &["list"], "")).contains("5 record(s)"));

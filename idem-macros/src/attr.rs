@@ -197,7 +197,7 @@ fn set_once<T>(
     Ok(())
 }
 
-const BUDGET_HELP: &str = "`budget` takes the path of a `static` budget, e.g. budget = REFUNDS for `static REFUNDS: idem::Budget = idem::Budget::count(\"refunds\", 20).per_day();`";
+const BUDGET_HELP: &str = "`budget` takes the path of a `static` budget, e.g. budget = REFUNDS for `static REFUNDS: idem::budget::Budget = idem::budget::Budget::count(\"refunds\", 20).per_day();`";
 
 const BUDGET_GROUP: &str = "`budget` takes one value, the path of a `static` budget: budget = REFUNDS; a call it has no room for asks a person with `approval(over_budget)`";
 

@@ -8,7 +8,6 @@ pub use crate::call::{
     reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
-pub use crate::default_store::DefaultStore;
 pub use crate::frameworks::status_tool::{Rmcp, StatusTool};
 pub use crate::json_names::{JsonNames, JsonObject};
 pub use crate::key::{FieldMode, KeyPart, Segment, normalize};
@@ -16,6 +15,7 @@ pub use crate::observe::conventions::SPAN_FIELDS;
 pub use crate::observe::{Instruments, SpanCallsite};
 pub use crate::output::ToolOutput;
 pub use crate::status::{record_id, status_async, status_sync};
+pub use crate::store::default::DefaultStore;
 pub use crate::store::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN};
 
 /// The budget of `budget = PATH`, checked where the user wrote it: a sum budget must add up

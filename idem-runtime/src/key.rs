@@ -148,7 +148,7 @@ pub struct Key {
     text: Arc<str>,
     /// Length of the template's leading literal (`invoice:`), for [`Key::step`].
     lead: usize,
-    /// Length of the scope's prefix (its hash and `/`, see [`scope_prefix`]): 0 for an
+    /// Length of the scope's prefix (its hash and `/`, see [`scope_prefix`](crate::store::scope_prefix)): 0 for an
     /// unscoped tool's key.
     scope: usize,
 }
@@ -166,7 +166,7 @@ impl Key {
     }
 
     /// The scope's prefix this key starts with (32 hex digits and `/`, see
-    /// [`scope_prefix`]), if its tool is scoped.
+    /// [`scope_prefix`](crate::store::scope_prefix)), if its tool is scoped.
     pub(crate) fn scope_prefix(&self) -> Option<&str> {
         (self.scope > 0).then(|| &self.text[..self.scope])
     }

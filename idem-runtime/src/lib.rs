@@ -14,7 +14,6 @@ pub mod budget;
 mod call;
 mod canonical;
 mod compare;
-mod default_store;
 mod difference;
 mod json_names;
 mod key;
@@ -38,11 +37,9 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-pub use budget::Budget;
 pub use call::{Abandoned, Reconciled, cancel_requested, current_key, progress};
-pub use default_store::{default_store, default_store_path, set_default_store_path};
 pub use error::{Error, ErrorCode};
-pub use key::{Key, KeyPart, scope_prefix};
+pub use key::{Key, KeyPart};
 pub use status::Status;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -1,4 +1,5 @@
-use idem::{Budget, ErrorCode, MemoryStore, idempotent};
+use idem::budget::Budget;
+use idem::{ErrorCode, MemoryStore, idempotent};
 use std::sync::LazyLock;
 
 static STORE: LazyLock<MemoryStore> = LazyLock::new(MemoryStore::new);

@@ -32,7 +32,7 @@ fn default_store_child() {
         return;
     }
     if case == "configured" {
-        idem::set_default_store_path("configured.db").unwrap();
+        idem::store::set_default_store_path("configured.db").unwrap();
     }
     if case == "asked_first" {
         return asked_first();
@@ -42,7 +42,7 @@ fn default_store_child() {
         return modes(&case);
     }
     let first = greet("ann".into()).unwrap();
-    let path = idem::default_store_path().unwrap();
+    let path = idem::store::default_store_path().unwrap();
     assert!(path.is_absolute(), "{}", path.display());
     if let Some(elsewhere) = std::env::var_os("IDEM_TEST_CHDIR") {
         std::env::set_current_dir(elsewhere).unwrap();
@@ -57,28 +57,28 @@ fn default_store_child() {
     // connection after the change of directory, for certain.
     let probe_key = format!("probe-{}", std::process::id());
     let probe = idem::store::RecordId { namespace: "default-store-test", key: &probe_key };
-    let store = idem::default_store().unwrap();
+    let store = idem::store::default_store().unwrap();
     let read = store.transaction(probe, &(), Duration::from_secs(60), |_| {
         Ok::<_, String>(matches!(greet_status("ann".into()), Ok(Status::Completed(_))))
     });
     assert!(matches!(read, Ok(idem::store::Transacted::Ran(true))), "{read:?}");
-    assert_eq!(idem::default_store_path().unwrap(), path);
+    assert_eq!(idem::store::default_store_path().unwrap(), path);
     println!("runs={} answer={first} store={}", RUNS.load(Ordering::SeqCst), path.display());
 }
 
 /// The path asked for first is where the store opens, after a change of directory; once
 /// it was asked for, another path cannot be set (`IDEM_TEST_SET_LATE`).
 fn asked_first() {
-    let asked = idem::default_store_path().unwrap();
+    let asked = idem::store::default_store_path().unwrap();
     if std::env::var_os("IDEM_TEST_SET_LATE").is_some() {
-        let refused = idem::set_default_store_path("late.db").map_err(|e| e.to_string());
+        let refused = idem::store::set_default_store_path("late.db").map_err(|e| e.to_string());
         println!("runs=0 answer=set store={refused:?}");
         return;
     }
     std::env::set_current_dir(std::env::var_os("IDEM_TEST_CHDIR").unwrap()).unwrap();
     greet("ann".into()).unwrap();
-    let opened = idem::default_store().unwrap().path().to_owned();
-    assert_eq!(idem::default_store_path().unwrap(), asked);
+    let opened = idem::store::default_store().unwrap().path().to_owned();
+    assert_eq!(idem::store::default_store_path().unwrap(), asked);
     println!("runs={} answer=asked store={}", RUNS.load(Ordering::SeqCst), opened.display());
 }
 
@@ -90,7 +90,7 @@ fn modes(case: &str) {
     tracing::subscriber::set_global_default(warnings.finish()).unwrap();
     greet("ann".into()).unwrap();
     greet("bob".into()).unwrap();
-    let path = idem::default_store_path().unwrap();
+    let path = idem::store::default_store_path().unwrap();
     let mode = |path: &std::path::Path| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777

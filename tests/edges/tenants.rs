@@ -73,7 +73,7 @@ async fn two_tenants_stay_apart<S: Store>(store: &S) {
     // The record id names the scope's record: a hash of the scope, never the tenant's text.
     let id = acme.send_invoice_record_id("c1".into(), "2026-10".into()).unwrap();
     assert!(id.key.ends_with("/invoice:c1:2026-10") && !id.key.contains("acme"), "{}", id.key);
-    assert_eq!(id.key.as_str(), format!("{}invoice:c1:2026-10", idem::scope_prefix("acme")));
+    assert_eq!(id.key.as_str(), format!("{}invoice:c1:2026-10", idem::store::scope_prefix("acme")));
     assert_ne!(id.key, beta.send_invoice_record_id("c1".into(), "2026-10".into()).unwrap().key);
 }
 

@@ -50,7 +50,7 @@ async fn one_callers_records_are_listed_by_their_scope() {
         let headers = [("x-caller", caller), ("idempotency-key", if caller == "bob" { "b" } else { "a" })];
         send(addr, "POST", "/v1/ping", &headers, "").await;
     }
-    let alice = idem::scope_prefix("alice");
+    let alice = idem::store::scope_prefix("alice");
     let query = ListQuery { namespace: Some("http"), key_prefix: Some(&alice), ..ListQuery::default() };
     let keys: Vec<String> = store.list(&query).unwrap().into_iter().map(|listed| listed.key).collect();
     assert_eq!(keys, [format!("{alice}a")], "what `idem list --scope alice` lists");

@@ -3,8 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use idem::budget::Budget;
 use idem::telemetry::{Happened, LifecycleEvent, Outcome, add_observer, remove_observer};
-use idem::{Budget, MemoryStore, idempotent};
+use idem::{MemoryStore, idempotent};
 
 use super::capture::Capture;
 

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use idem::budget::Budget;
 use idem::store::{BudgetStore, Store, block_on};
-use idem::{Budget, ErrorCode, idempotent};
+use idem::{ErrorCode, idempotent};
 
 use super::postgres::pg_url;
 use super::{idem, text};
@@ -40,7 +41,7 @@ fn adjusts<S: BudgetStore>(shop: &Shop<S>, db: &Path, schema: &[&str]) {
     assert!(listed.status.success(), "{}", text(&listed));
     let out = text(&listed);
     assert!(out.contains("refunds") && out.contains("used 2 of 2"), "{out}");
-    assert!(out.contains(&idem::scope_prefix("acme")), "the scope as its keys' prefix: {out}");
+    assert!(out.contains(&idem::store::scope_prefix("acme")), "the scope as its keys' prefix: {out}");
     assert!(out.contains("1 budget window(s)"), "{out}");
     let json = run(&["--json", "budgets", "--scope", "acme", "--current"]);
     let line: serde_json::Value =

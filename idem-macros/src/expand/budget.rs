@@ -13,7 +13,7 @@
 //! compared field:
 //!
 //! ```text
-//! const _: &::idem::Budget = ::idem::__private::budget_of(&REFUNDS, &["amount"]);
+//! const _: &::idem::budget::Budget = ::idem::__private::budget_of(&REFUNDS, &["amount"]);
 //! ```
 
 use proc_macro2::TokenStream;
@@ -28,7 +28,7 @@ pub(super) fn policy(plan: &Plan) -> TokenStream {
     let path = &budget.path;
     let at = super::krate_at(plan, path.span());
     let asks = budget.over_budget_asks;
-    let budget = quote_spanned!(path.span()=> { let budget: &'static #at::Budget = &#path; budget });
+    let budget = quote_spanned!(path.span()=> { let budget: &'static #at::budget::Budget = &#path; budget });
     quote! {
         ::core::option::Option::Some(&#krate::__private::BudgetPolicy { budget: #budget, over_budget_asks: #asks })
     }
@@ -41,6 +41,6 @@ pub(super) fn check(plan: &Plan) -> Option<TokenStream> {
     let at = super::krate_at(plan, path.span());
     let compare = &plan.compare_names;
     Some(quote_spanned!(path.span()=>
-        const _: &#at::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
+        const _: &#at::budget::Budget = #at::__private::budget_of(&#path, &[#(#compare),*]);
     ))
 }

@@ -33,7 +33,7 @@
 //!   skew between your machines (seconds).
 //! - **Scopes.** A scoped tool's keys start with the scope's prefix, and so do its requests:
 //!   one tenant's approval never runs another tenant's action, and `idem approvals --scope
-//!   acme` (or [`pending`] with `idem::scope_prefix("acme")`) lists one tenant's.
+//!   acme` (or [`pending`] with `idem::store::scope_prefix("acme")`) lists one tenant's.
 //! - **The action ran.** Once the action has a record, its record answers (replays,
 //!   IN_PROGRESS, ...) and the approval is not read again.
 //!
@@ -317,7 +317,7 @@ pub async fn reopen<S: Store + ?Sized>(
 }
 
 /// The requests waiting for a person, oldest first: of `namespace` only, and of keys that
-/// start with `key_prefix` only (`idem::scope_prefix("acme")` for one tenant's), when given.
+/// start with `key_prefix` only (`idem::store::scope_prefix("acme")` for one tenant's), when given.
 /// Expired ones are left out.
 pub fn pending<S: Admin + ?Sized>(
     store: &S,

@@ -21,7 +21,7 @@ use crate::store::{RecordId, Reservation, Reserve, Store, StoreError};
 
 use super::approval::{ApprovalPolicy, Gate, gate};
 use super::call_store::{CallStore, Renews, Reserving};
-use super::drive::front_end;
+use super::serving::front_end;
 use super::{BudgetPolicy, Tool};
 
 /// What admission came to.

@@ -14,15 +14,15 @@ use crate::observe::{
 };
 use crate::output::{ToolOutput, replay_value};
 use crate::scope::Scoped;
-use crate::store::{Completion, DynStore, RecordId, Reserve, Store, StoreError, Token};
+use crate::store::{Completion, RecordId, Reserve, Store, StoreError, Token};
 
 use super::admit::{Admission, admit, runs};
 use super::answers::{store_failed, unknown, unknown_after_reconcile, unreadable};
 use super::call_store::{CallStore, Renews, Reserving};
 use super::decide::{Answer, Step, decide};
-use super::hold::{Current, in_body, renewing};
+use super::hold::{Current, renewing};
 use super::hooks::{Abandoned, ErrorPolicy, Reconcile, Reconciled};
-use super::serving::Serving;
+use super::serving::front_end;
 use super::settle::{kept_abandoned, recordable, settle, settlement};
 use super::{Call, Tool};
 
@@ -121,21 +121,6 @@ where
     let outcome = settle(tool, at.store, (&key, token), settlement(tool, &key, &output, policy)).await;
     let failure = output.success().is_none().then_some(Failure::Tool);
     Ran { output, key: Some(key), outcome, failure }
-}
-
-/// The front end that may answer for this call instead of its tool, with the store to keep
-/// what it promises in: an async call's, made outside any tool's body.
-pub(super) fn front_end<'a, S, R, L>(
-    tool: &'static Tool,
-    at: &'a CallStore<'_, S, R, L>,
-) -> Option<(&'static dyn Serving, &'a dyn DynStore)>
-where
-    S: Store + ?Sized,
-    R: Reserving<S>,
-    L: Renews,
-{
-    let serving = tool.serving?;
-    (L::ASYNC && !in_body()).then(|| (serving, at.erased()))
 }
 
 /// Tells the tool's front end that the call found its action running, so that it may

@@ -8,9 +8,11 @@ use std::time::Instant;
 
 use crate::error::Running;
 use crate::key::Key;
-use crate::store::{BoxFuture, DynStore, Token};
+use crate::store::{BoxFuture, DynStore, Store, Token};
 
 use super::Tool;
+use super::call_store::{CallStore, Renews, Reserving};
+use super::hold::in_body;
 
 /// What a front end learns from the driver about a call of one of its tools. Async tools
 /// only: `store` is the call's own store, so the front end can keep what it promises a
@@ -66,6 +68,21 @@ pub trait Serving: std::fmt::Debug + Send + Sync + 'static {
         asked: &'a crate::approval::Request,
         store: &'a dyn DynStore,
     ) -> BoxFuture<'a, bool>;
+}
+
+/// The front end that may answer for this call instead of its tool, with the store to keep
+/// what it promises in: an async call's, made outside any tool's body.
+pub(super) fn front_end<'a, S, R, L>(
+    tool: &'static Tool,
+    at: &'a CallStore<'_, S, R, L>,
+) -> Option<(&'static dyn Serving, &'a dyn DynStore)>
+where
+    S: Store + ?Sized,
+    R: Reserving<S>,
+    L: Renews,
+{
+    let serving = tool.serving?;
+    (L::ASYNC && !in_body()).then(|| (serving, at.erased()))
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub struct ListQuery<'a> {
     pub state: StateFilter,
     /// Of this namespace only.
     pub namespace: Option<&'a str>,
-    /// Whose key starts with this text, e.g. [`scope_prefix`](crate::scope_prefix)`("acme")`
+    /// Whose key starts with this text, e.g. [`scope_prefix`](crate::store::scope_prefix)`("acme")`
     /// for one scope's records.
     pub key_prefix: Option<&'a str>,
     /// Reserved at least this long ago, by the store's clock.
@@ -129,7 +129,7 @@ impl StateCount {
 ///
 /// The `idem` command (crate `idem-cli`) runs these for operators; its README says what
 /// each command does and refuses. In code, one scope's records are
-/// `ListQuery { key_prefix: Some(&idem::scope_prefix("acme")), ..ListQuery::default() }`,
+/// `ListQuery { key_prefix: Some(&idem::store::scope_prefix("acme")), ..ListQuery::default() }`,
 /// and a store of your own checks its implementation with
 /// `idem::testing::conformance::check_admin` (feature `testing`).
 pub trait Admin: DynStore {

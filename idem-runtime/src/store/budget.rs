@@ -1,4 +1,4 @@
-//! What a store keeps for budgets ([`Budget`](crate::Budget)): per budget, scope and
+//! What a store keeps for budgets ([`Budget`](crate::budget::Budget)): per budget, scope and
 //! window, how much the window used. A store that keeps budgets implements
 //! [`BudgetStore`] beside [`Store`]: a charge is made in the same write as the reservation
 //! it pays for ([`BudgetStore::reserve_charged`]), so concurrent first calls cannot all pass
@@ -90,7 +90,7 @@ pub const UNIT: i64 = 1_000_000;
 pub struct Charge<'a> {
     /// The budget's name: every tool that uses it shares its windows.
     pub budget: &'a str,
-    /// Whose use it is: a scoped tool's scope prefix (see [`scope_prefix`](crate::scope_prefix)),
+    /// Whose use it is: a scoped tool's scope prefix (see [`scope_prefix`](crate::store::scope_prefix)),
     /// `""` for an unscoped tool.
     pub scope: &'a str,
     /// The window's length in milliseconds: a window starts at a whole multiple of it since

@@ -27,7 +27,7 @@ pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const DEFAULT_STORE_ENV: &str = "IDEM_DB";
 
 /// The default store's file name, in the directory `idem` of the user's data directory
-/// (see [`default_store_path`](crate::default_store_path)), when neither
-/// [`set_default_store_path`](crate::set_default_store_path) nor `IDEM_DB`
+/// (see [`default_store_path`](crate::store::default_store_path)), when neither
+/// [`set_default_store_path`](crate::store::set_default_store_path) nor `IDEM_DB`
 /// names a file.
 pub const DEFAULT_STORE_FILE: &str = "idem.db";

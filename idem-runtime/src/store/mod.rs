@@ -104,15 +104,15 @@
 //!
 //! # The default store
 //!
-//! A tool without `store = ...` uses [`default_store`](crate::default_store): an SQLite
+//! A tool without `store = ...` uses [`default_store`]: an SQLite
 //! file, created with its schema on first use.
 //!
 //! | question | answer |
 //! | --- | --- |
-//! | where | [`set_default_store_path`](crate::set_default_store_path), else the `IDEM_DB` environment variable, else `idem/idem.db` in the user's data directory; [`default_store_path`](crate::default_store_path) says where, and gives the rule in full |
+//! | where | [`set_default_store_path`], else the `IDEM_DB` environment variable, else `idem/idem.db` in the user's data directory; [`default_store_path`] says where, and gives the rule in full |
 //! | when the path is fixed | by the first of `default_store_path()` and the first call that opens the store; made absolute then and kept, whatever the working directory or `IDEM_DB` do afterwards |
 //! | who shares it | every process of the user: each tool's records are kept apart by its namespace |
-//! | who may read it | on Unix, only its user: see [`default_store`](crate::default_store) for the modes it sets and what it warns about |
+//! | who may read it | on Unix, only its user: see [`default_store`] for the modes it sets and what it warns about |
 //! | `IDEM_DB` names a PostgreSQL or Redis URL | refused (`STORE_UNAVAILABLE`, saying so), never taken for a file name: give the tools `store = ...` with a `PgStore` or a `RedisStore` |
 //! | it cannot be opened | the error names the path; the tool answers `STORE_UNAVAILABLE`, and the next call tries again |
 //!
@@ -238,6 +238,7 @@
 mod admin;
 mod blocking;
 pub mod budget;
+pub(crate) mod default;
 mod defaults;
 mod erased;
 mod failure;
@@ -255,10 +256,12 @@ mod sqlite;
 
 use std::time::Duration;
 
+pub use crate::key::scope_prefix;
 pub use admin::{Admin, ListQuery, ListedRecord, StateCount, StateFilter};
 pub use blocking::block_on;
 pub(crate) use blocking::wait;
 pub use budget::BudgetStore;
+pub use default::{default_store, default_store_path, set_default_store_path};
 pub use defaults::{DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_RETAIN, DEFAULT_STORE_ENV, DEFAULT_STORE_FILE};
 pub use erased::{BoxFuture, DynStore};
 pub use memory::MemoryStore;

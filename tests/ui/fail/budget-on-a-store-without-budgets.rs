@@ -1,7 +1,8 @@
 use std::time::Duration;
 
 use idem::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token};
-use idem::{Budget, idempotent};
+use idem::budget::Budget;
+use idem::{idempotent};
 
 /// A store of one's own that keeps no budgets: it implements `Store` only.
 struct Ledger;

@@ -1,4 +1,5 @@
-use idem::{Budget, idempotent};
+use idem::budget::Budget;
+use idem::{idempotent};
 
 static REFUNDED: Budget = Budget::sum_of("refunded", "amount", 5_000.0).per_day();
 

@@ -1,4 +1,5 @@
-use idem::{Budget, idempotent};
+use idem::budget::Budget;
+use idem::{idempotent};
 
 static REFUNDS: Budget = Budget::count("refunds", 20).per_day();
 

@@ -115,7 +115,7 @@
 //! async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //!     let path = match std::env::var_os("IDEM_DB") {
 //!         Some(path) => PathBuf::from(path),
-//!         None => idem::default_store_path()?,
+//!         None => idem::store::default_store_path()?,
 //!     };
 //!     let billing = Billing::open(&path)?;
 //!     eprintln!(

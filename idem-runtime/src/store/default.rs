@@ -168,7 +168,7 @@ fn user_data_dir() -> Result<PathBuf, StoreError> {
         let needs = if cfg!(windows) { "LOCALAPPDATA" } else { "HOME" };
         StoreError::Backend(
             format!(
-                "the default store has no place: {needs} is not set to an absolute path, so there is no per-user data directory; set {DEFAULT_STORE_ENV}, call idem::set_default_store_path, or give the tool `store = ...`"
+                "the default store has no place: {needs} is not set to an absolute path, so there is no per-user data directory; set {DEFAULT_STORE_ENV}, call idem::store::set_default_store_path, or give the tool `store = ...`"
             )
             .into(),
         )
