@@ -251,7 +251,7 @@
 //! your process holds (`Deserialize` cannot query a database; load the table at start or
 //! keep a cache) gives "Acme Corp", "acme" and "cus_7" one key and refuses "Globex".
 //! The repository's `tests/support/stable_identifiers.rs` has both types, and
-//! `tests/edges/stable_identifiers.rs` and `tests/frameworks_rmcp/stable_identifiers.rs`
+//! `tests/edges/stable_identifiers.rs` and `tests/frameworks/rmcp/stable_identifiers.rs`
 //! check, for a plain function and through rmcp's client, that four wordings make one
 //! invoice and that an unknown customer or period leaves the store empty.
 //!

@@ -26,7 +26,7 @@
 //!   process, against a hand-written middleware: first requests and replays.
 //!
 //! `IDEM_BENCH_QUICK=1 cargo bench` runs a few iterations of everything: the smoke mode
-//! that `tests/bench_smoke.rs` runs inside `cargo test --workspace`. `IDEM_BENCH_ROUNDS=1`
+//! that `tests/docs/bench_smoke.rs` runs inside `cargo test --workspace`. `IDEM_BENCH_ROUNDS=1`
 //! also prints every round's time per call of both sides, to see why a median moved.
 //!
 //! The modules: `tool` (the bench tool with idem, its arguments and the answer checks),
@@ -97,7 +97,7 @@ impl Settings {
         Settings { quick: false, keys: 1000, repetitions: 3, rounds: 31, only: None, show_rounds: false }
     }
 
-    /// A few rounds of a few keys, for CI and tests/bench_smoke.rs.
+    /// A few rounds of a few keys, for CI and tests/docs/bench_smoke.rs.
     pub fn quick() -> Self {
         Settings { quick: true, keys: 8, repetitions: 1, rounds: 3, only: None, show_rounds: false }
     }

@@ -1,7 +1,7 @@
 //! Key fields that name one thing one way, whatever the model wrote: a billing period and a
 //! customer, parsed into one canonical form, and refused when they name nothing. Used by
 //! `tests/edges/stable_identifiers.rs` (plain functions) and
-//! `tests/frameworks_rmcp/stable_identifiers.rs` (rmcp's `Parameters`); the crate docs'
+//! `tests/frameworks/rmcp/stable_identifiers.rs` (rmcp's `Parameters`); the crate docs'
 //! "Stable identifiers" (src/lib.rs) quotes `Period` from here.
 
 use std::fmt;

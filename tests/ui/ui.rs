@@ -5,7 +5,7 @@
 //!
 //! Only failures live here, so trybuild type-checks them (`cargo check`) and never builds
 //! or links its dependencies. The accepted forms are compiled and run by the root
-//! package's `tests/accepted.rs`.
+//! package's `tests/calls/accepted.rs`.
 
 #[test]
 fn ui() {

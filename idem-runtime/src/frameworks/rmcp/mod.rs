@@ -207,10 +207,10 @@
 //!
 //! A tool with `scope = ...` keeps each caller's records apart (the crate docs'
 //! [Tenants](../../index.html#tenants) say what a scope does). On an rmcp server the
-//! caller's identity comes from the authenticated request, as `tests/frameworks_rmcp/tenants.rs` has it (it serves the tool
+//! caller's identity comes from the authenticated request, as `tests/frameworks/rmcp/tenants.rs` has it (it serves the tool
 //! through a transport that puts each connection's principal on its requests):
 //!
-//! <!-- quoted from tests/frameworks_rmcp/tenants.rs -->
+//! <!-- quoted from tests/frameworks/rmcp/tenants.rs -->
 //! ```rust,ignore
 //! use idem::frameworks::rmcp::Authenticated;
 //! // ...

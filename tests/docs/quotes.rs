@@ -56,7 +56,7 @@ fn the_docs_quote_compiled_files_verbatim() {
         "examples/adk_agent.rs",
         "examples/mcp_server.rs",
         "examples/remote_mcp/billing.rs",
-        "tests/frameworks_rmcp/tenants.rs",
+        "tests/frameworks/rmcp/tenants.rs",
         "tests/support/stable_identifiers.rs",
     ];
     for path in quotes {

@@ -314,5 +314,5 @@ async fn the_status_tool_of_a_tool_with_approvals_says_the_approval_states() {
     assert_eq!(status["status"], "awaiting_approval", "{status}");
 }
 
-#[path = "frameworks_adk/json_names.rs"]
+#[path = "adk/json_names.rs"]
 mod json_names;

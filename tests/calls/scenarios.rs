@@ -4,7 +4,7 @@
 //! The provider's bodies are held by a gate until a repeat has been told IN_PROGRESS, so
 //! the "retry at once" and "two at once" races happen every time, not when timing allows.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

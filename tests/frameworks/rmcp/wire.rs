@@ -132,7 +132,13 @@ impl Wire {
     fn start(dir: &Path, tenant: &str, modern: bool, capabilities: Value) -> Wire {
         let mut child = Command::new(std::env::current_exe().unwrap())
             // `-q`: the harness writes to stdout too, but not on the lines the server writes.
-            .args(["wire::wire_server", "--exact", "--ignored", "-q", "--test-threads=1"])
+            .args([
+                &crate::support::test_name(module_path!(), "wire_server"),
+                "--exact",
+                "--ignored",
+                "-q",
+                "--test-threads=1",
+            ])
             .env(DIR_ENV, dir)
             .env(TENANT_ENV, tenant)
             .stdin(Stdio::piped())

@@ -1,9 +1,8 @@
 //! Every answer of DESIGN.md section 3 and the traps of section 8 that the core covers,
 //! each through a real tool.
 
-#[path = "support/broken_store.rs"]
-mod broken_store;
-mod support;
+use crate::support;
+use crate::support::broken_store;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};

@@ -1,4 +1,4 @@
-//! The accepted forms of `#[idempotent]`: each file in `tests/accepted/` is a small
+//! The accepted forms of `#[idempotent]`: each file in `tests/calls/accepted/` is a small
 //! program (a tool and a `main` that calls it and its status function), compiled here as a
 //! module and run as a test. The compile errors are in `tests/ui` (trybuild).
 

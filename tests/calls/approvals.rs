@@ -1,8 +1,7 @@
 //! Approvals bound to the business action (`approval`), counted: requests made, the
 //! hook's calls and the body's runs, through real tools on real stores.
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock, Mutex};

@@ -19,6 +19,7 @@
 //! the key with a race: two threads and a third process call at the same moment once the
 //! lease has ended.
 
+use crate::support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -527,8 +528,7 @@ struct Child {
 impl Child {
     fn spawn(dir: &Path, tool: Tool, order: &str, mode: &str, pause: Duration) -> Child {
         let spec = format!("{} {} {order} {mode} {}", dir.display(), tool.name(), pause.as_micros());
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        let mut process = support::rerun(module_path!(), "crash_child")
             .env(CHILD_ENV, spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

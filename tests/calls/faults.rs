@@ -13,8 +13,6 @@ use idem::store::block_on;
 use idem::telemetry::Outcome;
 use idem::{Abandoned, ErrorCode, MemoryStore, Reconciled, Status, idempotent};
 
-mod support;
-
 /// Ends the lease of the reservation on `key` now, as the store's clock would once the
 /// lease ran out. Leases here are long, so that no assertion depends on how fast the
 /// machine is; lease expiry by the clock itself is checked by the store conformance suite.

@@ -11,9 +11,10 @@
 //! survives in the operating system's cache. Syncs (what keeps a commit across a power
 //! loss) are counted by the bench (`IDEM_BENCH_ONLY=first-calls cargo bench`), not here.
 
+use crate::support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -69,8 +70,7 @@ fn kill_concurrent_child() {
 #[test]
 fn sigkill_finds_every_returned_call_completed_and_the_running_one_reserved() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["kill_concurrent_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+    let mut child = support::rerun(module_path!(), "kill_concurrent_child")
         .env(CHILD_ENV, dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -391,21 +391,20 @@ async fn records_written_under_rust_field_names_keep_matching() {
     client.cancel().await.unwrap();
 }
 
-#[path = "frameworks_rmcp/answers.rs"]
+#[path = "rmcp/answers.rs"]
 mod answers;
-#[path = "frameworks_rmcp/approvals.rs"]
+#[path = "rmcp/approvals.rs"]
 mod approvals;
-#[path = "support/stable_identifiers.rs"]
-mod identifiers;
-#[path = "frameworks_rmcp/json_names.rs"]
+use crate::support::stable_identifiers as identifiers;
+#[path = "rmcp/json_names.rs"]
 mod json_names;
-#[path = "frameworks_rmcp/questions.rs"]
+#[path = "rmcp/questions.rs"]
 mod questions;
-#[path = "frameworks_rmcp/stable_identifiers.rs"]
+#[path = "rmcp/stable_identifiers.rs"]
 mod stable_identifiers;
-#[path = "frameworks_rmcp/tasks.rs"]
+#[path = "rmcp/tasks.rs"]
 mod tasks;
-#[path = "frameworks_rmcp/tenants.rs"]
+#[path = "rmcp/tenants.rs"]
 mod tenants;
-#[path = "frameworks_rmcp/wire.rs"]
+#[path = "rmcp/wire.rs"]
 mod wire;

@@ -3,7 +3,7 @@
 //! answer and effect count is checked (the benches panic on a wrong one), and the report
 //! holds a real number in every cell. Timings are never asserted.
 
-#[path = "../benches/calls/main.rs"]
+#[path = "../../benches/calls/main.rs"]
 #[allow(dead_code)]
 mod calls;
 

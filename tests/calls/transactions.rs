@@ -13,8 +13,7 @@ use idem::store::{PgStore, RecordId, Store, Transacted, TransactionError};
 use idem::{ErrorCode, SqliteStore, idempotent};
 use tokio_postgres::NoTls;
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 
 const KEYS: usize = 40;
 const RACERS: usize = 6;

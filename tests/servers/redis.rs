@@ -14,8 +14,7 @@ use idem::store::block_on;
 use idem::store::{RecordId, Reservation, Reserve, Store};
 use idem::{ErrorCode, RedisStore, idempotent};
 
-#[path = "support/redis.rs"]
-mod redis;
+use crate::support::redis;
 
 use redis::Server;
 

@@ -10,19 +10,18 @@
 //! the child prints what its threads got, and the parent sends the next go once every
 //! child has answered.
 
+use crate::support;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 use std::sync::Barrier;
 use std::time::Duration;
 
 use idem::store::budget::{BudgetQuery, Charge, UNIT};
 use idem::store::{Admin, BudgetStore, PgStore, RecordId, Reservation, Reserve, SqliteStore, StoreError, block_on};
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 #[cfg(feature = "redis")]
-#[path = "support/redis.rs"]
-mod redis;
+use crate::support::redis;
 use postgres::{fresh_schema, test_url};
 
 const PROCESSES: usize = 4;
@@ -133,8 +132,7 @@ fn budget_race_child() {
 fn race(store: &str) {
     let mut children: Vec<(Child, BufReader<ChildStdout>)> = (0..PROCESSES)
         .map(|child| {
-            let mut process = Command::new(std::env::current_exe().unwrap())
-                .args(["budget_race_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            let mut process = support::rerun(module_path!(), "budget_race_child")
                 .env(STORE_ENV, store)
                 .env(CHILD_ENV, child.to_string())
                 .stdin(Stdio::piped())

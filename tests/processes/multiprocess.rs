@@ -3,9 +3,10 @@
 //! parent closes their standard input, and each records its effects in a ledger database
 //! that the parent counts afterwards.
 
+use crate::support;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::LazyLock;
 
 use idem::idempotent;
@@ -56,8 +57,7 @@ fn processes_sharing_one_file_run_each_key_once() {
     for round in 0..ROUNDS {
         let mut children: Vec<_> = (0..PROCESSES)
             .map(|_| {
-                Command::new(std::env::current_exe().unwrap())
-                    .args(["child_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+                support::rerun(module_path!(), "child_process")
                     .env(CHILD_ENV, dir.path())
                     .env("IDEM_TEST_ROUND", round.to_string())
                     .stdin(Stdio::piped())

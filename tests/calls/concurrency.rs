@@ -2,7 +2,7 @@
 //! same key, over 500 trials with a fresh key each. Exactly one runs the body; every other
 //! caller is told IN_PROGRESS or gets the replay.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Barrier};
 use std::thread;

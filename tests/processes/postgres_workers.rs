@@ -6,8 +6,9 @@
 //! their standard input. Needs IDEM_TEST_DATABASE_URL; without it the tests say SKIPPED, or
 //! fail under CI. Each run uses a fresh schema, dropped at the end.
 
+use crate::support;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
@@ -16,8 +17,7 @@ use idem::idempotent;
 use idem::store::PgStore;
 use tokio_postgres::NoTls;
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 use postgres::{fresh_schema, test_url};
 
 const PROCESSES: usize = 4;
@@ -107,8 +107,7 @@ fn worker_processes_run_each_key_once() {
         // The first trial's workers also create idem's tables, all at once.
         let mut workers: Vec<_> = (0..PROCESSES)
             .map(|_| {
-                Command::new(std::env::current_exe().unwrap())
-                    .args(["worker_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+                support::rerun(module_path!(), "worker_process")
                     .env(URL_ENV, &url)
                     .env(SCHEMA_ENV, &schema)
                     .env("IDEM_TEST_TRIAL", trial.to_string())

@@ -1,11 +1,9 @@
 //! Irreversible-action budgets (`budget = ...`), counted: the body's runs and the windows'
 //! use, through real tools on each store (memory, SQLite, PostgreSQL, Redis).
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 #[cfg(feature = "redis")]
-#[path = "support/redis.rs"]
-mod redis;
+use crate::support::redis;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
