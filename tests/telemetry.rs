@@ -16,6 +16,9 @@ mod capture;
 #[cfg(feature = "metrics")]
 #[path = "telemetry/facade.rs"]
 mod facade;
+#[cfg(feature = "rmcp")]
+#[path = "support/mcp.rs"]
+mod mcp;
 #[path = "telemetry/observer.rs"]
 mod observer;
 #[cfg(feature = "rmcp")]

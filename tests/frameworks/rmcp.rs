@@ -136,11 +136,7 @@ impl Billing {
 
 /// Serves `billing` over an in-process duplex pipe and connects rmcp's client to it.
 async fn connect(billing: Billing) -> RunningService<RoleClient, ()> {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = billing.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(billing);
     ().serve(client_io).await.expect("the client connects")
 }
 
@@ -395,6 +391,7 @@ async fn records_written_under_rust_field_names_keep_matching() {
 mod answers;
 #[path = "rmcp/approvals.rs"]
 mod approvals;
+use crate::support::mcp::served;
 use crate::support::stable_identifiers as identifiers;
 #[path = "rmcp/json_names.rs"]
 mod json_names;

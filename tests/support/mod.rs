@@ -1,5 +1,5 @@
 //! What the test binaries share: a stand-in billing tool set ([`billing`], re-exported
-//! here), the PostgreSQL and Redis test servers, a store that always fails, stable
+//! here), the PostgreSQL and Redis test servers, an rmcp server in this process, a store that always fails, stable
 //! identifiers, and how a test runs this binary again as a child process.
 //!
 //! Each binary compiles all of it and uses some of it.
@@ -8,6 +8,8 @@
 
 pub mod billing;
 pub mod broken_store;
+#[cfg(feature = "rmcp")]
+pub mod mcp;
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::capture::Capture;
+use crate::mcp::served;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -47,11 +48,7 @@ impl Payments {
 impl ServerHandler for Payments {}
 
 async fn connect(payments: Payments) -> RunningService<RoleClient, ()> {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = payments.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(payments);
     ().serve(client_io).await.expect("the client connects")
 }
 

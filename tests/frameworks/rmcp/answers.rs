@@ -18,6 +18,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningSe
 use serde_json::{Value, json};
 
 use super::questions::Desk;
+use crate::support::mcp::served;
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -25,11 +26,7 @@ type Client = RunningService<RoleClient, ClientConfig>;
 /// `elicits` and the tasks extension when `tasks`. It never answers a question by itself:
 /// the test sends each round.
 async fn connect(desk: Desk, (modern, elicits, tasks): (bool, bool, bool)) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = desk.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(desk);
     let mut capabilities = if elicits {
         ClientCapabilities::builder().enable_elicitation().build()
     } else {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
+use crate::support::mcp::served;
 use idem::store::RecordId;
 use idem::{MemoryStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
@@ -101,11 +102,7 @@ type Client = RunningService<RoleClient, User>;
 /// `bank` served over an in-process pipe to a client whose user answers `action`; of MCP
 /// 2026-07-28 when `modern`.
 async fn connect(bank: Bank, user: User, modern: bool) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = bank.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(bank);
     if modern {
         let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::LATEST] };
         user.serve_with_lifecycle(client_io, lifecycle).await.expect("the client connects")

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use crate::support::mcp::served;
 use idem::approval::State;
 use idem::store::RecordId;
 use idem::{MemoryStore, idempotent};
@@ -204,11 +205,7 @@ fn namespace(tool: &str) -> String {
 type Client = RunningService<RoleClient, User>;
 
 async fn connect(desk: Desk, user: User) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = desk.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(desk);
     user.serve(client_io).await.expect("the client connects")
 }
 

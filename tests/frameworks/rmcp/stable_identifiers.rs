@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::identifiers::{Customer, Period};
 use super::{call, structured};
+use crate::support::mcp::served;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -58,11 +59,7 @@ impl Invoicing {
 impl ServerHandler for Invoicing {}
 
 async fn connect(invoicing: Invoicing) -> RunningService<RoleClient, ()> {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = invoicing.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(invoicing);
     ().serve(client_io).await.expect("the client connects")
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use crate::support::mcp::served;
 use idem::{MemoryStore, idempotent};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -85,11 +86,7 @@ type Client = RunningService<RoleClient, ClientConfig>;
 /// Serves `ledger` over an in-process pipe to rmcp's client, which declares the tasks
 /// extension when `tasks`.
 async fn connect(ledger: Ledger, tasks: bool) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let server = ledger.serve(server_io).await.expect("the server starts");
-        let _ = server.waiting().await;
-    });
+    let client_io = served(ledger);
     let capabilities =
         if tasks { ClientCapabilities::builder().enable_tasks().build() } else { ClientCapabilities::default() };
     let info = ClientConfig::new(capabilities, Implementation::new("idem-tests", "0"));
