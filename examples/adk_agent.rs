@@ -15,10 +15,9 @@
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use adk_core::{
-    AdkError, Artifacts, CallbackContext, Content, EventActions, MemoryEntry, ReadonlyContext, Tool, ToolContext,
-};
+use adk_core::{AdkError, Tool, ToolContext};
 use adk_tool::tool;
+use idem::testing::adk::ToolCall;
 use idem::{MemoryStore, idempotent};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -79,7 +78,7 @@ async fn bill(args: &InvoiceArgs) -> String {
 /// `execute` under the agent's tool timeout, the answer as the model reads it.
 async fn agent_runs(tools: &[Arc<dyn Tool>], call_id: &str, name: &str, args: Value) -> Value {
     let tool = tools.iter().find(|tool| tool.name() == name).expect("the model calls a declared tool");
-    let ctx: Arc<dyn ToolContext> = Arc::new(Call::new("alice", call_id));
+    let ctx = ToolCall::new("alice", call_id).app("billing-app").into_context();
     let answer = match tokio::time::timeout(TOOL_TIMEOUT, tool.execute(ctx, args.clone())).await {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => json!({ "error": error.to_string() }),
@@ -129,69 +128,5 @@ async fn settle() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The `ToolContext` ADK's agent makes for each function call: the user and session the
-/// runner authenticated, and the call's id.
-struct Call {
-    user: String,
-    call_id: String,
-    content: Content,
-    actions: Mutex<EventActions>,
-}
-
-impl Call {
-    fn new(user: &str, call_id: &str) -> Self {
-        let content = Content::new("user");
-        Call { user: user.to_owned(), call_id: call_id.to_owned(), content, actions: Mutex::default() }
-    }
-}
-
-#[adk_core::async_trait]
-impl ReadonlyContext for Call {
-    fn invocation_id(&self) -> &str {
-        "inv-1"
-    }
-    fn agent_name(&self) -> &str {
-        "billing"
-    }
-    fn user_id(&self) -> &str {
-        &self.user
-    }
-    fn app_name(&self) -> &str {
-        "billing-app"
-    }
-    fn session_id(&self) -> &str {
-        "session-1"
-    }
-    fn branch(&self) -> &str {
-        ""
-    }
-    fn user_content(&self) -> &Content {
-        &self.content
-    }
-}
-
-#[adk_core::async_trait]
-impl CallbackContext for Call {
-    fn artifacts(&self) -> Option<Arc<dyn Artifacts>> {
-        None
-    }
-}
-
-#[adk_core::async_trait]
-impl ToolContext for Call {
-    fn function_call_id(&self) -> &str {
-        &self.call_id
-    }
-    fn actions(&self) -> EventActions {
-        self.actions.lock().unwrap().clone()
-    }
-    fn set_actions(&self, actions: EventActions) {
-        *self.actions.lock().unwrap() = actions;
-    }
-    async fn search_memory(&self, _query: &str) -> adk_core::Result<Vec<MemoryEntry>> {
-        Ok(Vec::new())
     }
 }

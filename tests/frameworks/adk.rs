@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use adk_core::{
-    AdkError, Artifacts, CallbackContext, Content, EventActions, MemoryEntry, ReadonlyContext, Tool, ToolContext,
-};
+use adk_core::{AdkError, Tool, ToolContext};
 use adk_tool::tool;
+use idem::testing::adk::ToolCall;
 use idem::{MemoryStore, idempotent};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -86,70 +85,9 @@ async fn add_note(ctx: Arc<dyn ToolContext>, NoteArgs { ticket, text }: NoteArgs
     Ok(json!({"note": NOTES.fetch_add(1, Ordering::SeqCst) + 1, "ticket": ticket, "text": text}))
 }
 
-/// A tool context as ADK's agent makes one per function call: the user and session the
-/// runner authenticated, and the call's id.
-struct Call {
-    user: String,
-    call_id: String,
-    content: Content,
-    actions: Mutex<EventActions>,
-}
-
+/// The tool context ADK's agent makes for one function call of the model.
 fn call(user: &str, call_id: &str) -> Arc<dyn ToolContext> {
-    Arc::new(Call {
-        user: user.to_owned(),
-        call_id: call_id.to_owned(),
-        content: Content::new("user"),
-        actions: Mutex::new(EventActions::default()),
-    })
-}
-
-#[adk_core::async_trait]
-impl ReadonlyContext for Call {
-    fn invocation_id(&self) -> &str {
-        "inv-1"
-    }
-    fn agent_name(&self) -> &str {
-        "billing"
-    }
-    fn user_id(&self) -> &str {
-        &self.user
-    }
-    fn app_name(&self) -> &str {
-        "app"
-    }
-    fn session_id(&self) -> &str {
-        "session-1"
-    }
-    fn branch(&self) -> &str {
-        ""
-    }
-    fn user_content(&self) -> &Content {
-        &self.content
-    }
-}
-
-#[adk_core::async_trait]
-impl CallbackContext for Call {
-    fn artifacts(&self) -> Option<Arc<dyn Artifacts>> {
-        None
-    }
-}
-
-#[adk_core::async_trait]
-impl ToolContext for Call {
-    fn function_call_id(&self) -> &str {
-        &self.call_id
-    }
-    fn actions(&self) -> EventActions {
-        self.actions.lock().unwrap().clone()
-    }
-    fn set_actions(&self, actions: EventActions) {
-        *self.actions.lock().unwrap() = actions;
-    }
-    async fn search_memory(&self, _query: &str) -> adk_core::Result<Vec<MemoryEntry>> {
-        Ok(Vec::new())
-    }
+    ToolCall::new(user, call_id).into_context()
 }
 
 /// What ADK's agent hands the model for a tool's answer (adk-agent's `llm_agent.rs`).

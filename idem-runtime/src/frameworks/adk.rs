@@ -107,6 +107,11 @@
 //! `ctx.session_id()` for records per session). A tool that takes the `ToolContext` without
 //! `scope` (or `unscoped`) compiles with a warning: its records are shared by every user.
 //!
+//! In a test, call the tool's `execute` with the context ADK's agent would make for one
+//! function call of a given user: `idem::testing::adk::ToolCall::new("alice", "call-1")`
+//! (features `testing` and `adk`). ADK's `SimpleToolContext` answers `"anonymous"` for every
+//! user, so two users' records cannot be told apart with it.
+//!
 //! # ADK's own ledger
 //!
 //! ADK-Rust's main branch adds an `ActionLedger` (begin / complete / get) keyed by the

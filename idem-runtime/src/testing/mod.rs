@@ -1,5 +1,5 @@
 //! Helpers for testing tools and stores built on idem (feature `testing`): the retry
-//! matrix and the store conformance suite.
+//! matrix, the store conformance suite, and ADK's tool context for one call.
 //!
 //! Enable it where your tests build, as a dev-dependency:
 //!
@@ -20,6 +20,7 @@
 //! | approvals on it | [`conformance::check_approvals`]`(make_store)` | one request per action under a race of 16, one decision that stands under a race of 16 deciders, the pending listing, expiry, reopen |
 //! | budgets on it | [`conformance::check_budgets`]`(make_store)` | [`BudgetStore::reserve_charged`](crate::store::BudgetStore::reserve_charged): exactly 5 of 32 racing first calls acquire against a budget of 5 (in several trials), a replay or a refusal charges nothing, release and `resolve_release` refund, settling keeps the charge, exact sums, separate windows per budget and scope, the listing, operators' adjustments |
 //! | reservations racing across handles | [`conformance::check_exclusive_reserve`]`(&stores)` | exactly one of 8 racing threads acquires each of 200 keys |
+//! | an ADK-Rust tool as ADK's agent calls it | [`adk::ToolCall`] (feature `adk` too) | nothing by itself: the `ToolContext` of one function call, with the user and call id you give, for your tool's `execute` |
 //! | a record in a state this version does not know | [`conformance::check_unknown_state`] (with [`conformance::PlantRecord`]) | it reads as corrupt, never as an outage or a free key |
 //!
 //! The memory, SQLite, PostgreSQL and Redis stores run that one suite in their own tests.
@@ -33,5 +34,8 @@
 //! report.check().unwrap();
 //! ```
 
+#[cfg(feature = "adk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "adk")))]
+pub mod adk;
 pub mod conformance;
 pub mod matrix;
