@@ -158,7 +158,7 @@ mod tests {
     };
 
     /// One call of `SERVED` for `sensor`, to its answer.
-    fn served(store: &MemoryStore, sensor: &str) -> Result<String, crate::Error> {
+    fn served(store: &MemoryStore, sensor: &str) -> Result<String, crate::error::Error> {
         let call = Call::new(&SERVED, &[&sensor], []);
         block_on(run_async(call, store, Uncharged, async { Ok("ran".to_owned()) }, NoReconcile, Release))
     }
@@ -172,14 +172,14 @@ mod tests {
 
         // Inside another tool's body: the call answers that body, never a client.
         let outer = Call::new(&SENSOR, &[&"outer"], []);
-        let inner: Result<String, crate::Error> = block_on(run_async(
+        let inner: Result<String, crate::error::Error> = block_on(run_async(
             outer,
             &store,
             Uncharged,
             async {
                 assert_eq!(served(&store, "fresh-inside").unwrap(), "ran");
                 let busy = served(&store, "busy").unwrap_err();
-                assert_eq!(busy.code(), crate::ErrorCode::InProgress);
+                assert_eq!(busy.code(), crate::error::ErrorCode::InProgress);
                 Ok("outer".to_owned())
             },
             NoReconcile,
@@ -190,7 +190,7 @@ mod tests {
 
         // Outside any body: told that the body started, and that the action runs already.
         assert_eq!(served(&store, "fresh-outside").unwrap(), "ran");
-        assert_eq!(served(&store, "busy").unwrap_err().code(), crate::ErrorCode::InProgress);
+        assert_eq!(served(&store, "busy").unwrap_err().code(), crate::error::ErrorCode::InProgress);
         assert_eq!(
             *TOLD.0.lock().unwrap(),
             [("body_started", "reading:fresh-outside".to_owned()), ("found_running", "reading:busy".to_owned())]

@@ -94,7 +94,7 @@ pub(crate) static SEND_INVOICE: Tool = Tool {
 fn a_result_that_does_not_read_back_is_an_error_event_naming_tool_and_key() {
     let events = Events::default();
     let store = MemoryStore::new();
-    let result: Result<f64, crate::Error> = tracing::subscriber::with_default(events.clone(), || {
+    let result: Result<f64, crate::error::Error> = tracing::subscriber::with_default(events.clone(), || {
         run_sync(Call::new(&SENSOR, &[&"s1"], []), &store, Uncharged, || Ok(f64::NAN), NoReconcile, Release)
     });
     assert!(result.unwrap().is_nan(), "the caller gets its result");

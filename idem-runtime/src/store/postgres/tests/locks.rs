@@ -17,7 +17,7 @@ fn a_duplicate_begin_is_in_progress_at_once_then_replays() {
         };
         let started = Instant::now();
         let error = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await.unwrap_err();
-        assert_eq!(error.code(), crate::ErrorCode::InProgress, "{error}");
+        assert_eq!(error.code(), crate::error::ErrorCode::InProgress, "{error}");
         assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a 30 s lock_timeout", started.elapsed());
         first.commit(&7).await.unwrap();
         let again = store.begin::<i32>(id("open"), &(), Duration::from_secs(60)).await;
