@@ -8,13 +8,16 @@
 //! answers `"anonymous"` for every user, so it cannot show that two users' records are
 //! apart; [`ToolCall`] takes the user and the call id you give it.
 //!
-//! ```ignore
-//! use idem::testing::adk::ToolCall;
+//! ```
+//! use adk_core::{ReadonlyContext, ToolContext};
+//! use idem_runtime::testing::adk::ToolCall;
 //!
-//! let first = SendInvoice.execute(ToolCall::new("alice", "call-1").into_context(), args.clone()).await?;
-//! // The model re-plans after a timeout: a new function call id, the same action.
-//! let again = SendInvoice.execute(ToolCall::new("alice", "call-2").into_context(), args).await?;
-//! assert_eq!(again["replayed"], true);
+//! // The model's first call, and its retry after a timeout: a new function call id.
+//! let first = ToolCall::new("alice", "call-1").into_context();
+//! let retry = ToolCall::new("alice", "call-2").session("session-7").into_context();
+//! assert_eq!((first.user_id(), first.function_call_id()), ("alice", "call-1"));
+//! assert_eq!((retry.user_id(), retry.session_id()), ("alice", "session-7"));
+//! // Pass each to your tool's `execute`: `SendInvoice.execute(first, args).await`.
 //! ```
 
 use std::sync::{Arc, Mutex};
