@@ -52,35 +52,22 @@ pub trait BudgetStore: Store {
     ) -> impl Future<Output = Result<Reservation, StoreError>> + Send;
 }
 
-impl<S: BudgetStore + ?Sized> BudgetStore for &S {
-    fn reserve_charged(
-        &self,
-        request: Reserve<'_>,
-        charge: Charge<'_>,
-    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve_charged(request, charge)
-    }
+/// Forwards [`BudgetStore`] through `&`, `Box` and `Arc`, as [`Store`] is.
+macro_rules! forward_budget_store {
+    ($($pointer:ty),+) => {$(
+        impl<S: BudgetStore + ?Sized> BudgetStore for $pointer {
+            fn reserve_charged(
+                &self,
+                request: Reserve<'_>,
+                charge: Charge<'_>,
+            ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
+                (**self).reserve_charged(request, charge)
+            }
+        }
+    )+};
 }
 
-impl<S: BudgetStore + ?Sized> BudgetStore for Box<S> {
-    fn reserve_charged(
-        &self,
-        request: Reserve<'_>,
-        charge: Charge<'_>,
-    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve_charged(request, charge)
-    }
-}
-
-impl<S: BudgetStore + ?Sized> BudgetStore for Arc<S> {
-    fn reserve_charged(
-        &self,
-        request: Reserve<'_>,
-        charge: Charge<'_>,
-    ) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve_charged(request, charge)
-    }
-}
+forward_budget_store!(&S, Box<S>, Arc<S>);
 
 /// One unit of a budget, in the millionths stores count in: a count budget's call.
 pub const UNIT: i64 = 1_000_000;

@@ -93,116 +93,48 @@ pub trait Store: Send + Sync {
     fn purge(&self, limit: usize) -> impl Future<Output = Result<usize, StoreError>> + Send;
 }
 
-impl<S: Store + ?Sized> Store for &S {
-    fn reserve(&self, request: Reserve<'_>) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve(request)
-    }
-    fn take_over(
-        &self,
-        id: RecordId<'_>,
-        expired: Token,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Token, StoreError>> + Send {
-        (**self).take_over(id, expired, lease)
-    }
-    fn renew(&self, renewal: Renew<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).renew(renewal)
-    }
-    fn complete(
-        &self,
-        id: RecordId<'_>,
-        token: Token,
-        completion: Completion<'_>,
-        retain: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).complete(id, token, completion, retain)
-    }
-    fn release(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).release(id, token)
-    }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).abandon(id, token)
-    }
-    fn read(&self, id: RecordId<'_>) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
-        (**self).read(id)
-    }
-    fn purge(&self, limit: usize) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).purge(limit)
-    }
+/// Forwards [`Store`] through a pointer type, so that a store behind `&`, `Box` or `Arc` is
+/// a store: one spelling for the three, which a new operation cannot leave out of one.
+macro_rules! forward_store {
+    ($($pointer:ty),+) => {$(
+        impl<S: Store + ?Sized> Store for $pointer {
+            fn reserve(&self, request: Reserve<'_>) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
+                (**self).reserve(request)
+            }
+            fn take_over(
+                &self,
+                id: RecordId<'_>,
+                expired: Token,
+                lease: Duration,
+            ) -> impl Future<Output = Result<Token, StoreError>> + Send {
+                (**self).take_over(id, expired, lease)
+            }
+            fn renew(&self, renewal: Renew<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
+                (**self).renew(renewal)
+            }
+            fn complete(
+                &self,
+                id: RecordId<'_>,
+                token: Token,
+                completion: Completion<'_>,
+                retain: Duration,
+            ) -> impl Future<Output = Result<(), StoreError>> + Send {
+                (**self).complete(id, token, completion, retain)
+            }
+            fn release(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
+                (**self).release(id, token)
+            }
+            fn abandon(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
+                (**self).abandon(id, token)
+            }
+            fn read(&self, id: RecordId<'_>) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+                (**self).read(id)
+            }
+            fn purge(&self, limit: usize) -> impl Future<Output = Result<usize, StoreError>> + Send {
+                (**self).purge(limit)
+            }
+        }
+    )+};
 }
 
-impl<S: Store + ?Sized> Store for Box<S> {
-    fn reserve(&self, request: Reserve<'_>) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve(request)
-    }
-    fn take_over(
-        &self,
-        id: RecordId<'_>,
-        expired: Token,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Token, StoreError>> + Send {
-        (**self).take_over(id, expired, lease)
-    }
-    fn renew(&self, renewal: Renew<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).renew(renewal)
-    }
-    fn complete(
-        &self,
-        id: RecordId<'_>,
-        token: Token,
-        completion: Completion<'_>,
-        retain: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).complete(id, token, completion, retain)
-    }
-    fn release(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).release(id, token)
-    }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).abandon(id, token)
-    }
-    fn read(&self, id: RecordId<'_>) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
-        (**self).read(id)
-    }
-    fn purge(&self, limit: usize) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).purge(limit)
-    }
-}
-
-impl<S: Store + ?Sized> Store for Arc<S> {
-    fn reserve(&self, request: Reserve<'_>) -> impl Future<Output = Result<Reservation, StoreError>> + Send {
-        (**self).reserve(request)
-    }
-    fn take_over(
-        &self,
-        id: RecordId<'_>,
-        expired: Token,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Token, StoreError>> + Send {
-        (**self).take_over(id, expired, lease)
-    }
-    fn renew(&self, renewal: Renew<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).renew(renewal)
-    }
-    fn complete(
-        &self,
-        id: RecordId<'_>,
-        token: Token,
-        completion: Completion<'_>,
-        retain: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).complete(id, token, completion, retain)
-    }
-    fn release(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).release(id, token)
-    }
-    fn abandon(&self, id: RecordId<'_>, token: Token) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).abandon(id, token)
-    }
-    fn read(&self, id: RecordId<'_>) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
-        (**self).read(id)
-    }
-    fn purge(&self, limit: usize) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).purge(limit)
-    }
-}
+forward_store!(&S, Box<S>, Arc<S>);
