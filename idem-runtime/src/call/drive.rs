@@ -209,9 +209,7 @@ where
             Err((Outcome::Reconciled, Answer::Replay(json)))
         }
         Reconciled::Unknown => {
-            if let Err(error) = store.abandon(id, token).await {
-                tracing::error!(target: "idem", tool = tool.name, key = %TelemetryKey::of(&key), %error, "could not mark the key abandoned again");
-            }
+            kept_abandoned(tool, &key, store.abandon(id, token).await);
             Err((Outcome::Unknown, Answer::Error(unknown_after_reconcile(tool, &key))))
         }
     }
