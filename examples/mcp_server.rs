@@ -89,9 +89,8 @@ struct Billing {
 #[idem::status_tools]
 #[tool_router]
 impl Billing {
-    /// Create and send the invoice for one customer and billing period. Safe to retry: a
-    /// second call for the same customer and period never sends a second invoice; it gets
-    /// the first invoice back, marked "replayed": true.
+    /// Create and send the invoice for one customer and billing period. (`#[idempotent]`
+    /// adds a paragraph: what a repeat gets, what is refused, which status tool to call.)
     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
     #[tool(annotations(title = "Send invoice", destructive_hint = false))]
     async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {
@@ -112,9 +111,8 @@ impl Billing {
         })))
     }
 
-    /// Export one month of the ledger; takes a few seconds. Safe to retry: a client that
-    /// takes MCP tasks gets one task per month however often it calls; others get TIMEOUT
-    /// and read export_ledger_status.
+    /// Export one month of the ledger; takes a few seconds. A client that takes MCP tasks
+    /// gets one task per month however often it calls.
     #[idempotent(key = "ledger:<req.month>", timeout = "1s", store = self.store)]
     #[tool(annotations(title = "Export ledger", read_only_hint = false, destructive_hint = false))]
     async fn export_ledger(&self, Parameters(req): Parameters<ExportLedger>) -> Result<CallToolResult, ErrorData> {
@@ -135,7 +133,7 @@ impl Billing {
 // or `version = "..."`). Without it rmcp reports itself: "rmcp" and rmcp's version.
 #[tool_handler(
     name = "idem-billing",
-    instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
+    instructions = "Billing tools: invoices and ledger exports. Each tool's description says what a retry does."
 )]
 #[idem::tasks]
 impl ServerHandler for Billing {}
@@ -204,6 +202,7 @@ mod demo {
 
         for tool in client.list_all_tools().await? {
             println!("tool {:<20} annotations {}", tool.name, serde_json::to_string(&tool.annotations)?);
+            println!("  {}", tool.description.as_deref().unwrap_or_default().replace('\n', "\n  "));
         }
         let calls = [
             (

@@ -142,7 +142,6 @@ struct Invoicing {
 
 impl Invoicing {
     /// Create and send the invoice for one customer and billing period.
-    /// Safe to retry: a second call for the same customer and period never sends a second invoice.
     #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store)]
     fn send_invoice(&self, customer: String, period: String, amount: f64, memo: String) -> Result<Invoice, ToolError> {
         // The provider enforces the same key: idem's record and the ledger agree on it.
@@ -180,9 +179,23 @@ const MODEL_WAIT: Duration = Duration::from_millis(1500);
 /// How often the model checks before it gives up and tells the user.
 const MAX_CHECKS: usize = 10;
 
-/// Part 2, the model with the article's instructions: after a TIMEOUT or IN_PROGRESS the
-/// outcome is unknown, so it checks the status tool before acting again.
+/// What the model learns from a tool's description: the tool to call when an outcome is
+/// unknown, from the sentence `#[idempotent]` writes ("After a TIMEOUT or IN_PROGRESS, call
+/// send_invoice_status with ...").
+fn status_tool_in(description: &str) -> Option<&str> {
+    let (_, rest) = description.split_once("After a TIMEOUT or IN_PROGRESS, call ")?;
+    rest.split_whitespace().next()
+}
+
+/// Part 2, the model that reads the tool's description (the article's fixed agent): after a
+/// TIMEOUT or IN_PROGRESS the outcome is unknown, so it calls the status tool the description
+/// names before acting again, never the tool.
 fn keyed_model(tools: &Arc<Invoicing>, wrapper: &Wrapper) -> String {
+    let description = Invoicing::send_invoice_description();
+    println!("the model reads send_invoice's description:\n  {}", description.replace("\n\n", "\n  "));
+    let Some(status_tool) = status_tool_in(&description) else {
+        return "The description names no status tool; I will not guess.".into();
+    };
     let (customer, period) = ("acme", "2026-10");
     let args = InvoiceArgs {
         customer: customer.into(),
@@ -203,12 +216,15 @@ fn keyed_model(tools: &Arc<Invoicing>, wrapper: &Wrapper) -> String {
         Some(Err(error)) => return format!("I could not send the invoice: {error}"),
         None => {}
     }
-    // The outcome is unknown: check, never send again.
+    // The outcome is unknown: check with the tool the description names, never send again.
+    if status_tool != "send_invoice_status" {
+        return format!("The description sends me to {status_tool}, a tool I do not have.");
+    }
     for _ in 0..MAX_CHECKS {
         let tools = tools.clone();
         let status_args = StatusArgs { customer, period };
         let status = move || tools.send_invoice_status(customer.into(), period.into());
-        match wrapper.call("send_invoice_status", &status_args, status) {
+        match wrapper.call(status_tool, &status_args, status) {
             Some(Ok(Status::Completed(invoice))) => return sent(&invoice),
             Some(Ok(Status::InProgress { .. })) | None => thread::sleep(MODEL_WAIT),
             Some(Ok(other)) => return format!("The invoice was not sent ({}).", json(&other)),

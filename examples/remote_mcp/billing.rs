@@ -114,8 +114,7 @@ pub struct Billing {
 #[idem::status_tools]
 #[tool_router]
 impl Billing {
-    /// Create and send the invoice for one customer and billing period. Safe to retry: a
-    /// second call for the same customer and period never sends a second invoice.
+    /// Create and send the invoice for one customer and billing period.
     #[idempotent(
         key = "invoice:<req.customer>:<req.period>",
         compare = [req.amount],
@@ -134,8 +133,8 @@ impl Billing {
         Ok(CallToolResult::structured(json!({"invoice": invoice, "amount": req.amount})))
     }
 
-    /// Export one month of the tenant's ledger; takes a few seconds. Safe to retry: a
-    /// client that takes MCP tasks gets one task per month however often it calls.
+    /// Export one month of the tenant's ledger; takes a few seconds. A client that takes MCP
+    /// tasks gets one task per month however often it calls.
     #[idempotent(key = "export:<req.month>", scope = principal.tenant, timeout = "1s", lease = "3s", store = *self.store)]
     #[tool]
     async fn export_ledger(

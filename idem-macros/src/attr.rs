@@ -5,7 +5,8 @@
 //! `key = "..."`, `compare = [a, b.c]`, `json_names = [args.customer_id = "custId"]`,
 //! `store = expr`, `scope = expr`, `unscoped`, `namespace = "..."`, `lease = "30s"`,
 //! `max_hold = "1h"`, `retain = "7d"`, `timeout = "2s"`, `on_error = keep`, `reconcile = f`,
-//! `approval` or `approval(...)` (`attr/approval.rs`), `budget = PATH`, `crate = "my_idem"`.
+//! `approval` or `approval(...)` (`attr/approval.rs`), `budget = PATH`, `describe = "..."` or
+//! `describe = off`, `crate = "my_idem"`.
 //!
 //! The grammar's rules, which the crate docs' table shows and ARCHITECTURE.md explains: an
 //! argument with one value is `name = value`; a feature with settings of its own is a group,
@@ -28,7 +29,7 @@ mod value;
 pub(crate) use approval::ApprovalAttr;
 pub(crate) use value::{Duration, FieldPath};
 
-const EXPECTED: &str = "expected one of: key, compare, json_names, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, budget, crate";
+const EXPECTED: &str = "expected one of: key, compare, json_names, store, scope, unscoped, namespace, lease, max_hold, retain, timeout, on_error, reconcile, approval, budget, describe, crate";
 const COMPARE_HELP: &str = "`compare` takes a list of parameters or field paths, e.g. compare = [amount, req.memo]";
 const JSON_NAMES_HELP: &str = "`json_names` takes a list of fields of the arguments with the JSON name each has, for fields `#[serde(rename = \"...\")]` renames, e.g. json_names = [args.customer_id = \"custId\"]";
 
@@ -58,6 +59,9 @@ pub(crate) struct Attr {
     /// `json_names = [args.customer_id = "custId"]`: the JSON names of fields that serde's
     /// `rename` renames, which the macro cannot see.
     pub json_names: Vec<(FieldPath, LitStr)>,
+    /// `describe = "..."` or `describe = off`: the paragraph idem adds to the tool's
+    /// description, replaced or left out (`None`: generated).
+    pub describe: Option<Describe>,
     /// `crate = "my_idem"`: the path of the facade when the user's Cargo.toml renames it.
     pub krate: Option<syn::Path>,
     /// Whether every argument was read: a syntax error stops the parser, so arguments
@@ -136,6 +140,7 @@ fn argument(attr: &mut Attr, seen: &mut Seen, meta: &ParseNestedMeta) -> syn::Re
             }
             meta.value()?.parse::<syn::Path>().map_err(|error| syn::Error::new(error.span(), BUDGET_HELP))
         }),
+        "describe" => set_once(meta, &mut attr.describe, "describe", || describe(meta)),
         "crate" => set_once(meta, &mut attr.krate, "crate", || value::krate(meta)),
         "on_error" => {
             if std::mem::replace(&mut seen.on_error, true) {
@@ -170,6 +175,26 @@ fn argument(attr: &mut Attr, seen: &mut Seen, meta: &ParseNestedMeta) -> syn::Re
     }
 }
 
+/// What `describe = ...` says about the paragraph idem adds to the tool's description.
+pub(crate) enum Describe {
+    /// `describe = "..."`: this text instead, its `<param>` placeholders naming fields.
+    Text(LitStr),
+    /// `describe = off`: no paragraph.
+    Off,
+}
+
+fn describe(meta: &ParseNestedMeta) -> syn::Result<Describe> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        return Ok(Describe::Text(value.parse()?));
+    }
+    match value.parse::<Ident>() {
+        Ok(off) if off == "off" => Ok(Describe::Off),
+        Ok(other) => Err(syn::Error::new(other.span(), DESCRIBE_HELP)),
+        Err(error) => Err(syn::Error::new(error.span(), DESCRIBE_HELP)),
+    }
+}
+
 /// A bare word: its name, or `message` when a value follows.
 fn flag(meta: &ParseNestedMeta, message: &str) -> syn::Result<Ident> {
     if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
@@ -200,5 +225,7 @@ fn set_once<T>(
 const BUDGET_HELP: &str = "`budget` takes the path of a `static` budget, e.g. budget = REFUNDS for `static REFUNDS: idem::budget::Budget = idem::budget::Budget::count(\"refunds\", 20).per_day();`";
 
 const BUDGET_GROUP: &str = "`budget` takes one value, the path of a `static` budget: budget = REFUNDS; a call it has no room for asks a person with `approval(over_budget)`";
+
+const DESCRIBE_HELP: &str = "`describe` takes a string literal template that replaces the paragraph idem adds to the tool's description, e.g. describe = \"Safe to retry for the same <customer> and <period>.\", or `off` to add none";
 
 const ON_ERROR_HELP: &str = "`on_error` takes `release` (the default: an error means the action did not happen, so a retry may run it) or `keep` (the error is the final answer, replayed to every retry)";

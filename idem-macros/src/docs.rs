@@ -22,6 +22,19 @@ pub(crate) fn description(attrs: &[Attribute]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// The text of each `#[doc = "..."]` of `attrs`, as written (ADK-Rust's `#[tool]` reads
+/// these, each trimmed, joined with a space).
+pub(crate) fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
+    let lines = attrs.iter().filter(|attr| attr.path().is_ident("doc")).filter_map(|attr| match &attr.meta {
+        Meta::NameValue(doc) => match &doc.value {
+            Expr::Lit(ExprLit { lit: Lit::Str(text), .. }) => Some(text.value()),
+            _ => None,
+        },
+        _ => None,
+    });
+    lines.collect()
+}
+
 /// The doc comment of `tool`'s status function, and the description of an ADK status tool:
 /// the states it reads (the approval states too when the tool asks for approval, since
 /// APPROVAL_REQUIRED sends the model there).

@@ -52,10 +52,13 @@ use crate::template::Piece;
 mod adk;
 mod approval;
 mod budget;
+mod description;
 mod record_id;
 mod status;
 mod task;
 
+pub(crate) use description::Described;
+use description::description_fn;
 use record_id::record_id_fn;
 pub(crate) use status::status_json_name;
 use status::{status_fn, status_json_fn};
@@ -95,7 +98,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // One check of the return type, where the user wrote it: rustc then reports an unfit
     // type once, at the type, instead of once per generic call that needs it.
     let assert_output = quote_spanned!(ret.span()=> let _: #at_ret::__private::StatusOf<#ret> = ::core::result::Result::Ok(#at_ret::Status::NotFound););
-    let attrs = frameworks::tool_attrs(item, plan.framework);
+    let described = Described::new(plan, item, arguments_schema(plan, item));
+    let attrs = frameworks::tool_attrs(item, plan, &described);
+    let description = description_fn(plan, item, &described);
     let vis = &item.vis;
     let sig = &item.sig;
     let status = status_fn(plan, item, &tool, &ret, &store, &key_parts);
@@ -125,6 +130,8 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         #adk_status
 
         #record_id
+
+        #description
 
         #task_state
     }

@@ -15,9 +15,11 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, ItemFn, Meta, ReturnType, Token, Type};
+use syn::{Attribute, Expr, ItemFn, Meta, ReturnType, Token, Type};
 
 use crate::errors::Errors;
+use crate::expand::Described;
+use crate::plan::Plan;
 
 mod which_tool;
 pub(crate) use which_tool::{check_tool, which_tool};
@@ -54,34 +56,60 @@ pub(crate) fn detect(item: &ItemFn) -> Framework {
 
 /// The function's attributes as re-emitted: rmcp's `#[tool(...)]` gets
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
-/// rmcp's `#[tool]` and rig's `#[rig_tool]` without a `description = ...` get the doc
-/// comment as paragraphs (`docs::description`): both would join its lines with "\n".
-pub(crate) fn tool_attrs(item: &ItemFn, framework: Framework) -> Vec<Attribute> {
-    let attrs = &item.attrs;
-    let description = crate::docs::description(attrs);
-    let description = description.as_deref();
-    // ADK-Rust's `#[tool]` takes no description and no annotations: as written.
-    let rmcp = framework == Framework::Rmcp;
-    attrs
+/// rmcp's `#[tool]` and rig's `#[rig_tool]` get the description `described` makes: their own
+/// `description = ...` or the doc comment as paragraphs (`docs::description`: both would
+/// join its lines with "\n"), then idem's paragraph. ADK-Rust's `#[tool]` (no description
+/// argument, no annotations) stays as written, and the paragraph is one doc line more.
+pub(crate) fn tool_attrs(item: &ItemFn, plan: &Plan, described: &Described) -> Vec<Attribute> {
+    let rmcp = plan.framework == Framework::Rmcp;
+    let mut attrs: Vec<Attribute> = item
+        .attrs
         .iter()
         .map(|attr| {
             if rmcp && is_attr(attr, "tool") {
-                rebuilt(attr, description, true)
+                let own = own_description(attr);
+                rebuilt(attr, described.rmcp(plan, own.as_ref()), true)
             } else if is_attr(attr, "rig_tool") {
-                rebuilt(attr, description, false)
+                let own = own_description(attr);
+                rebuilt(attr, described.rig(plan, own.as_ref()).map(|text| quote!(#text)), false)
             } else {
                 attr.clone()
             }
         })
-        .collect()
+        .collect();
+    if plan.framework == Framework::Adk
+        && let Some(line) = described.adk_line(plan)
+    {
+        attrs.push(syn::parse_quote!(#[doc = #line]));
+    }
+    attrs
+}
+
+/// The `description = ...` of an rmcp tool's `#[tool(...)]`, if it has one.
+pub(crate) fn rmcp_own_description(item: &ItemFn) -> Option<Expr> {
+    item.attrs.iter().find(|attr| is_attr(attr, "tool")).and_then(own_description)
+}
+
+/// The `description = ...` of a rig tool's `#[rig_tool(...)]`, if it has one.
+pub(crate) fn rig_own_description(item: &ItemFn) -> Option<Expr> {
+    item.attrs.iter().find(|attr| is_attr(attr, "rig_tool")).and_then(own_description)
+}
+
+fn own_description(attr: &Attribute) -> Option<Expr> {
+    let Meta::List(list) = &attr.meta else { return None };
+    let args = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated).ok()?;
+    args.into_iter().find_map(|arg| match arg {
+        Meta::NameValue(value) if value.path.is_ident("description") => Some(value.value),
+        _ => None,
+    })
 }
 
 /// `#[tool]` -> `#[tool(annotations(idempotent_hint = true))]`;
 /// `#[tool(name = "x", annotations(title = "X"))]` ->
 /// `#[tool(name = "x", annotations(title = "X", idempotent_hint = true))]` (with `hint`);
-/// `description = "..."` first when given one and the attribute has none. Arguments that
-/// do not parse are left to the framework to report.
-fn rebuilt(attr: &Attribute, description: Option<&str>, hint: bool) -> Attribute {
+/// `description = ...` first when given one, in place of the attribute's own. Arguments
+/// that do not parse are left to the framework to report.
+fn rebuilt(attr: &Attribute, description: Option<TokenStream>, hint: bool) -> Attribute {
     let args = match &attr.meta {
         Meta::Path(_) => Punctuated::new(),
         Meta::List(list) => match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
@@ -92,13 +120,13 @@ fn rebuilt(attr: &Attribute, description: Option<&str>, hint: bool) -> Attribute
     };
     let mut found = !hint;
     let mut rebuilt: Vec<TokenStream> = Vec::new();
-    if let Some(description) = description
-        && !args.iter().any(|arg| arg.path().is_ident("description"))
-    {
+    let replaced = description.is_some();
+    if let Some(description) = description {
         rebuilt.push(quote!(description = #description));
     }
     for arg in args {
         match arg {
+            Meta::NameValue(value) if replaced && value.path.is_ident("description") => {}
             Meta::List(list) if hint && list.path.is_ident("annotations") => {
                 found = true;
                 let Ok(inner) = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
@@ -209,8 +237,16 @@ mod tests {
         rebuilt(&attr, None, true).to_token_stream().to_string().replace(' ', "")
     }
 
+    /// The attributes of `item` under `#[idempotent(key = "k", describe = off)]`: the
+    /// framework's own description, without idem's paragraph (`describe.rs`'s tests).
     fn reemitted(item: ItemFn) -> Vec<String> {
-        tool_attrs(&item, detect(&item)).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+        // Lowered without the checks: these functions are only carriers of attributes.
+        let mut errors = Errors::default();
+        let tool = crate::ast::Tool::parse(quote!(key = "k", describe = off), &item, &mut errors);
+        let tool = tool.unwrap_or_else(|| panic!("{:?}", errors.into_error()));
+        let plan = crate::plan::lower(&tool);
+        let described = Described::new(&plan, &item, None);
+        tool_attrs(&item, &plan, &described).iter().map(|attr| attr.to_token_stream().to_string()).collect()
     }
 
     #[test]
@@ -219,7 +255,7 @@ mod tests {
             /// Send the invoice. Safe to retry: a
             /// second call sends nothing.
             #[tool(annotations(title = "Send"))]
-            async fn f() {}
+            async fn f(&self) {}
         });
         assert_eq!(
             rmcp[2],
@@ -236,7 +272,7 @@ mod tests {
             /// Send the
             /// invoice.
             #[tool(description = "Mine")]
-            async fn f() {}
+            async fn f(&self) {}
         });
         assert_eq!(given[2], r#"# [tool (description = "Mine" , annotations (idempotent_hint = true))]"#);
         let included = reemitted(syn::parse_quote! {

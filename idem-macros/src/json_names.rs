@@ -69,3 +69,15 @@ pub(crate) fn lower(entries: &[(FieldPath, LitStr)], bindings: &[Binding], used:
         entries.iter().map(|(field, name)| (params::model_name(bindings, &field.path()), name.value())).collect();
     JsonNamesPlan { given, paths, arg }
 }
+
+/// The JSON path of `path` (a field below the arguments, by the name the tool records it
+/// under) as far as the macro knows it: each segment by the name `json_names` gives it, or
+/// its Rust name. The run time's `given_or_rust`, for text fixed at compile time.
+pub(crate) fn given_path(plan: &JsonNamesPlan, path: &str) -> String {
+    let mut end = 0;
+    let segments = path.split('.').map(|segment| {
+        end += segment.len() + usize::from(end > 0);
+        plan.given.iter().find(|(rust, _)| *rust == path[..end]).map_or(segment, |(_, json)| json.as_str())
+    });
+    segments.collect::<Vec<_>>().join(".")
+}

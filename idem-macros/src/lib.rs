@@ -7,6 +7,7 @@
 mod approval_text;
 mod ast;
 mod attr;
+mod describe;
 mod docs;
 mod errors;
 mod expand;

@@ -11,7 +11,7 @@ use crate::frameworks::Framework;
 use crate::json_names::{self, JsonNamesPlan, UsedField};
 use crate::params::{self, Binding};
 use crate::template::{self, Piece, Placeholder};
-use crate::{approval_text, reads, scope};
+use crate::{approval_text, describe, reads, scope};
 
 /// A valid attribute on its function: everything expansion needs.
 pub(crate) struct Plan {
@@ -61,6 +61,10 @@ pub(crate) struct Plan {
     /// The key and compared fields of the arguments the model sends, and the JSON names
     /// `json_names = [...]` gives.
     pub json_names: JsonNamesPlan,
+    /// The paragraph added to the tool's description: generated, `describe = "..."`, or off.
+    pub describe: describe::Given,
+    /// `approval(when = ...)`'s condition as the model reads it (`amount > 1000.0`).
+    pub approval_condition: Option<String>,
 }
 
 /// The key of an rmcp tool as JSON arguments: every key field comes from one
@@ -193,6 +197,12 @@ pub(crate) fn lower(tool: &Tool) -> Plan {
         scope_inputs,
         params_key,
         json_names,
+        describe: describe::given(tool),
+        approval_condition: attr
+            .approval
+            .as_ref()
+            .and_then(|approval| approval.when.as_ref())
+            .map(|condition| describe::condition(condition, bindings)),
     }
 }
 

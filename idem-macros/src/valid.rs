@@ -21,6 +21,7 @@ use crate::template::{self, Piece, Placeholder};
 pub(crate) fn check(tool: &Tool, errors: &mut Errors) {
     let attr = &tool.attr;
     approval(tool, errors);
+    crate::describe::check(tool, errors);
     if let Some(krate) = &attr.krate {
         crate::krate::check(krate, errors);
     }

@@ -8,6 +8,7 @@ pub use crate::call::{
     reconcile_sync, run_async, run_async_timeout, run_sync,
 };
 pub use crate::compare::compared;
+pub use crate::describe::{Part, describe};
 pub use crate::frameworks::status_tool::{Rmcp, StatusTool};
 pub use crate::json_names::{JsonNames, JsonObject};
 pub use crate::key::{FieldMode, KeyPart, Segment, normalize};

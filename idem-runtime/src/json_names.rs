@@ -209,6 +209,15 @@ fn lookup<'s>(root: &'s JsonObject, reference: &str) -> Option<&'s JsonObject> {
 }
 
 /// `path` with each field's given name, where the attribute gives one.
+/// The JSON path of `path` (Rust names below the arguments) in `schema` when it has one
+/// there, else by the names `given` or the Rust names: what a description calls the field.
+pub(crate) fn json_path(schema: Option<&JsonObject>, path: &str, given: &[(&str, &str)]) -> String {
+    match schema {
+        Some(schema) => resolve(schema, path, given).unwrap_or_else(|_| given_or_rust(path, given)),
+        None => given_or_rust(path, given),
+    }
+}
+
 fn given_or_rust(path: &str, given: &[(&str, &str)]) -> String {
     let mut end = 0;
     let segments = path.split('.').map(|segment| {

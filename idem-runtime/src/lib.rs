@@ -14,6 +14,7 @@ pub mod budget;
 mod call;
 mod canonical;
 mod compare;
+mod describe;
 mod difference;
 mod json_names;
 mod key;

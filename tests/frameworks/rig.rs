@@ -103,9 +103,15 @@ async fn the_status_function_is_a_rig_tool_taking_only_the_key_fields() {
     assert_eq!(
         SendInvoice.description(),
         "Create and send the invoice for one customer and billing period. Safe to retry: a second call for the \
-         same customer and period sends nothing.",
-        "the doc comment as one paragraph"
+         same customer and period sends nothing.\n\nSafe to retry: a repeat for the same customer and period never \
+         runs it twice; it gets the first call's result, or IN_PROGRESS while that call runs. A repeat with a \
+         different amount is refused with CONFLICT: ask the user. After a TIMEOUT or IN_PROGRESS, call \
+         send_invoice_status with the same customer and period instead of calling again.",
+        "the doc comment as one paragraph, then idem's"
     );
+    assert_eq!(SendInvoice.description(), send_invoice_description());
+    let definition = rig_core::tool::tool_definition(&SendInvoice);
+    assert_eq!(definition.description, SendInvoice.description(), "the definition rig gives the model");
 
     let missing = SendInvoiceStatus
         .call(SendInvoiceStatusParameters { customer: "globex".into(), period: "1999-01".into() })

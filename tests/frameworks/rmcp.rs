@@ -171,9 +171,13 @@ async fn the_model_sees_hints_status_tools_and_their_inputs() {
         send["description"],
         "Create and send the invoice for one customer and billing period. Safe to retry: a second call for \
          the same customer and period sends nothing.\n\nIt answers with:\n- a new invoice, or\n- the first one \
-         again, marked replayed.",
-        "the doc comment as paragraphs, its list kept"
+         again, marked replayed.\n\nSafe to retry: a repeat for the same customer and period never runs it twice; \
+         it gets the first call's result, or IN_PROGRESS while that call runs. A repeat with a different amount \
+         is refused with CONFLICT: ask the user. After a TIMEOUT or IN_PROGRESS, call send_invoice_status with \
+         the same customer and period instead of calling again.",
+        "the doc comment as paragraphs, its list kept, then idem's paragraph"
     );
+    assert_eq!(send["description"], Billing::send_invoice_description(), "the function gives what rmcp lists");
     assert_eq!(wire("add_note")["annotations"]["idempotentHint"], true);
     assert_eq!(wire("export_ledger")["annotations"]["idempotentHint"], false, "a hint the user set stays");
 

@@ -120,6 +120,16 @@ async fn check_rule(rule: &str, client: RunningService<RoleClient, ()>, [custome
     assert_eq!(schema["properties"][customer]["description"], "The customer to bill.", "{rule}");
     let description = status["description"].as_str().unwrap();
     assert!(description.contains(&format!("key fields: {customer}, {period}.")), "{rule}: {description}");
+    // The tool's own description names the fields as the model sends them too.
+    let tool = tools.iter().find(|tool| tool.name == "send_invoice").expect("the tool");
+    let description = tool.description.as_deref().unwrap_or_default();
+    for said in [
+        format!("a repeat for the same {customer} and {period} never runs it twice"),
+        format!("A repeat with a different {amount} is refused with CONFLICT"),
+        format!("call send_invoice_status with the same {customer} and {period} instead"),
+    ] {
+        assert!(description.contains(&said), "{rule}: {said:?} in {description}");
+    }
 
     let sent = call(&client, "send_invoice", json!({customer: "acme", period: "2026-10", amount: 120.0})).await;
     assert_eq!(sent.is_error, Some(false), "{rule}: {sent:?}");
@@ -227,6 +237,13 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
     assert_eq!(sorted(properties.keys()), ["billingCustomer", "orderNo"], "{status}");
     assert_eq!(properties["orderNo"]["description"], "The order to refund.");
     assert!(status["description"].as_str().unwrap().contains("key fields: billingCustomer, orderNo."), "{status}");
+    let refund = tools.iter().find(|tool| tool.name == "refund").unwrap().description.as_deref().unwrap_or_default();
+    for said in [
+        "a repeat for the same billingCustomer.customerRef and orderNo never runs it twice",
+        "A repeat with a different amt or billingCustomer.vatRate is refused",
+    ] {
+        assert!(refund.contains(said), "{said:?} in {refund}");
+    }
 
     let args = json!({"billingCustomer": {"customerRef": "C-1", "vatRate": 0.2}, "orderNo": 7, "amt": 20.0});
     assert_eq!(call(&client, "refund", args).await.is_error, Some(false));

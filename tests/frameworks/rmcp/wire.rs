@@ -425,3 +425,34 @@ fn an_unreadable_answer_is_refused() {
     assert_eq!(status(&mut modern, "pay", "u2"), "awaiting_approval");
     assert_eq!(effects(dir.path()), Vec::<String>::new());
 }
+
+/// What the model reads, as a raw client lists it over stdio: each tool's own text, then
+/// the paragraph `#[idempotent]` writes from the attribute (the key's fields, the compared
+/// one, the status tool by name, the approval rule as written over the model's names).
+#[test]
+fn tools_list_over_stdio_gives_the_paragraph_the_attribute_implies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wire = Wire::start(dir.path(), "acme", true, json!({}));
+    let id = wire.request("tools/list", json!({}));
+    let listed = wire.response(id);
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    let described = |name: &str| -> String {
+        let tool = tools.iter().find(|tool| tool["name"] == name).unwrap_or_else(|| panic!("no {name}: {listed}"));
+        tool["description"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        described("pay"),
+        "Pay a supplier. Needs a person's approval above 1,000 EUR.\n\nSafe to retry: a repeat for the same \
+         supplier never runs it twice; it gets the first call's result, or IN_PROGRESS while that call runs. \
+         A repeat with a different amount is refused with CONFLICT: ask the user. After a TIMEOUT or \
+         IN_PROGRESS, call pay_status with the same supplier instead of calling again. It needs a person's \
+         approval when amount > 1000.0: it then answers APPROVAL_REQUIRED, and pay_status shows the decision."
+    );
+    for name in ["pay", "pay_briefly", "pay_promptly"] {
+        let description = described(name);
+        assert!(description.contains(&format!("call {name}_status with the same supplier")), "{description}");
+        assert!(!description.contains("budget"), "no budget here: {description}");
+    }
+    let status = described("pay_status");
+    assert!(status.contains("awaiting_approval, approved, declined or approval_expired"), "{status}");
+}

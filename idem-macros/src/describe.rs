@@ -1,0 +1,327 @@
+//! The paragraph `#[idempotent]` adds to a tool's description, after the user's own text:
+//! what a repeat gets, which differences are refused, which status tool to call after a
+//! timeout, and, where they apply, the approval rule and the budget. Every fact in it comes
+//! from the attribute, so a change to the key or `compare` changes the text.
+//!
+//! The paragraph is built here, as [`Part`]s: literal text, the fields the model sends (a
+//! JSON name can only be known at run time, from the arguments' schema, where serde's
+//! `rename_all` shows), and the budget's limit (its `static` is only readable at run time).
+//! rmcp and plain functions join the parts at run time (`idem_runtime::describe`); rig's
+//! `#[rig_tool]` and ADK-Rust's `#[tool]` take a literal, so [`literal`] joins them here,
+//! each field by its Rust name or the name `json_names` gives, the budget by its `static`.
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use quote::quote;
+
+use crate::ast::Tool;
+use crate::attr::Describe;
+use crate::errors::Errors;
+use crate::params::{self, Binding};
+use crate::plan::{Asks, Plan};
+use crate::{approval_text, json_names};
+
+/// A piece of the paragraph.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Part {
+    Text(String),
+    /// A field of the arguments the model sends, by the path the tool records it under
+    /// (`customer`, `customer.id`): shown by its JSON name.
+    Field(String),
+    /// The budget's limit and window: "the budget refunds (at most 20 runs per day)".
+    Budget,
+}
+
+/// What `describe = ...` gives: nothing (the generated paragraph), a template, or `off`.
+pub(crate) enum Given {
+    Generated,
+    /// `describe = "..."`, in parts.
+    Text(Vec<Part>),
+    Off,
+}
+
+/// `describe = "..."`: each placeholder names a parameter or a field path of one, as an
+/// approval's text does (checked in `valid.rs`'s order of checks, here).
+pub(crate) fn check(tool: &Tool, errors: &mut Errors) {
+    let Some(Describe::Text(text)) = &tool.attr.describe else { return };
+    let fn_name = &tool.item.sig.ident;
+    for piece in approval_text::parse(&text.value()) {
+        let message = match piece {
+            approval_text::Piece::Literal(_) => continue,
+            approval_text::Piece::Unclosed(rest) => {
+                format!("unclosed placeholder in `describe = ...`: `{rest}` has no `>`")
+            }
+            approval_text::Piece::Placeholder { inside, path: None } => format!(
+                "placeholder <{inside}> in `describe = ...` must name a parameter or a field path, e.g. <customer> or <req.customer>"
+            ),
+            approval_text::Piece::Placeholder { inside, path: Some(path) } => {
+                if tool.bindings.iter().any(|binding| binding.ident == path[0]) {
+                    continue;
+                }
+                format!(
+                    "unknown placeholder <{inside}> in `describe = ...`; {fn_name} has no parameter {} (available: {}). \
+                     A placeholder is replaced by the field's name as the model knows it",
+                    path[0],
+                    params::names(&tool.bindings)
+                )
+            }
+        };
+        errors.at(text.span(), message);
+    }
+}
+
+/// What the attribute says of the paragraph, lowered: a template's placeholders become the
+/// names the model knows (fields of its arguments resolved at run time).
+pub(crate) fn given(tool: &Tool) -> Given {
+    match &tool.attr.describe {
+        None => Given::Generated,
+        Some(Describe::Off) => Given::Off,
+        Some(Describe::Text(text)) => {
+            let parts = approval_text::parse(&text.value()).into_iter().filter_map(|piece| match piece {
+                approval_text::Piece::Literal(text) => Some(Part::Text(text)),
+                approval_text::Piece::Placeholder { path: Some(path), .. } => Some(field(&tool.bindings, &path)),
+                _ => None,
+            });
+            Given::Text(parts.collect())
+        }
+    }
+}
+
+/// A placeholder's field: by its JSON path when it is below the arguments the model sends.
+fn field(bindings: &[Binding], path: &[String]) -> Part {
+    let name = params::model_name(bindings, path);
+    let below_arguments = bindings.iter().any(|binding| binding.ident == path[0] && binding.params_path.is_some());
+    if below_arguments { Part::Field(name) } else { Part::Text(name) }
+}
+
+/// The paragraph of `plan`'s tool `tool`: generated, the user's, or none.
+pub(crate) fn parts(plan: &Plan, tool: &str) -> Vec<Part> {
+    match &plan.describe {
+        Given::Off => Vec::new(),
+        Given::Text(parts) => parts.clone(),
+        Given::Generated => generated(plan, tool),
+    }
+}
+
+/// One to three sentences, and one for each of approval and budget where they apply.
+fn generated(plan: &Plan, tool: &str) -> Vec<Part> {
+    let mut out = Paragraph::default();
+    let key: Vec<Part> = plan.key_fields.iter().map(|field| model_field(plan, &field.model_name)).collect();
+    let status = format!("{tool}_status");
+    if key.is_empty() {
+        out.text("Safe to retry: it runs once, and a repeat gets the first call's result");
+    } else {
+        out.text("Safe to retry: a repeat for the same ");
+        out.list(&key);
+        out.text(" never runs it twice; it gets the first call's result");
+    }
+    out.text(", or IN_PROGRESS while that call runs.");
+    if !plan.compare_names.is_empty() {
+        let compared: Vec<Part> = plan.compare_names.iter().map(|name| model_field(plan, name)).collect();
+        out.text(" A repeat with a different ");
+        out.list_or(&compared);
+        out.text(" is refused with CONFLICT: ask the user.");
+    }
+    out.text(&format!(" After a TIMEOUT or IN_PROGRESS, call {status}"));
+    if !key.is_empty() {
+        out.text(" with the same ");
+        out.list(&key);
+    }
+    out.text(" instead of calling again.");
+    if let Some(approval) = &plan.approval {
+        match &approval.asks {
+            Asks::Always => out.text(" A person must approve each new action first"),
+            Asks::When(_) => {
+                let condition = plan.approval_condition.as_deref().unwrap_or_default();
+                out.text(&format!(" It needs a person's approval when {condition}"));
+            }
+            Asks::OverBudgetOnly => {}
+        }
+        if !matches!(approval.asks, Asks::OverBudgetOnly) {
+            out.text(&format!(": it then answers APPROVAL_REQUIRED, and {status} shows the decision."));
+        }
+    }
+    if let Some(budget) = &plan.budget {
+        out.text(" It is limited by ");
+        out.parts.push(Part::Budget);
+        out.text(match budget.over_budget_asks {
+            true => ": a call without room needs a person's approval (APPROVAL_REQUIRED).",
+            false => ": a call without room answers BUDGET_EXCEEDED.",
+        });
+    }
+    out.parts
+}
+
+/// A key or compared field, by the name the tool records it under: a field of the
+/// arguments the model sends is resolved to its JSON name.
+fn model_field(plan: &Plan, name: &str) -> Part {
+    match plan.json_names.paths.iter().any(|path| path == name) {
+        true => Part::Field(name.to_owned()),
+        false => Part::Text(name.to_owned()),
+    }
+}
+
+#[derive(Default)]
+struct Paragraph {
+    parts: Vec<Part>,
+}
+
+impl Paragraph {
+    fn text(&mut self, text: &str) {
+        match self.parts.last_mut() {
+            Some(Part::Text(last)) => last.push_str(text),
+            _ => self.parts.push(Part::Text(text.to_owned())),
+        }
+    }
+
+    /// "customer", "customer and period", "customer, period and plan".
+    fn list(&mut self, items: &[Part]) {
+        self.joined(items, " and ");
+    }
+
+    /// "amount", "amount or currency", "amount, currency or memo".
+    fn list_or(&mut self, items: &[Part]) {
+        self.joined(items, " or ");
+    }
+
+    fn joined(&mut self, items: &[Part], last: &str) {
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.text(if i + 1 == items.len() { last } else { ", " });
+            }
+            match item {
+                Part::Text(text) => self.text(text),
+                other => self.parts.push(other.clone()),
+            }
+        }
+    }
+}
+
+/// The paragraph as one literal, for the frameworks that take one (rig, ADK-Rust): each
+/// field by the name `json_names` gives it or its Rust name, the budget by its `static`.
+pub(crate) fn literal(plan: &Plan, parts: &[Part]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            Part::Text(text) => out.push_str(text),
+            Part::Field(path) => out.push_str(&json_names::given_path(&plan.json_names, path)),
+            Part::Budget => {
+                let name = plan.budget.as_ref().and_then(|budget| budget.path.segments.last());
+                let name = name.map(|segment| segment.ident.to_string()).unwrap_or_default();
+                out.push_str(&format!("the budget {name}"));
+            }
+        }
+    }
+    out
+}
+
+/// The parts as the runtime takes them: `&[Part::Text("..."), Part::Field("customer"), ...]`.
+pub(crate) fn tokens(plan: &Plan, parts: &[Part]) -> TokenStream {
+    let krate = &plan.krate;
+    let parts = parts.iter().map(|part| match part {
+        Part::Text(text) => quote!(#krate::__private::Part::Text(#text)),
+        Part::Field(path) => quote!(#krate::__private::Part::Field(#path)),
+        Part::Budget => quote!(#krate::__private::Part::Budget),
+    });
+    quote!(&[#(#parts),*])
+}
+
+/// `approval(when = ...)`'s condition as the model reads it: the tokens as written, with
+/// the paths into the arguments the model sends named as it knows them (`amount > 1000.0`
+/// for `req.amount > 1000.0` under `Parameters(req)`).
+pub(crate) fn condition(condition: &syn::Expr, bindings: &[Binding]) -> String {
+    let mut out = String::new();
+    render(quote!(#condition), bindings, &mut out);
+    out
+}
+
+fn render(tokens: TokenStream, bindings: &[Binding], out: &mut String) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut i = 0;
+    let mut glued = false; // the last token was a punctuation joined to the next (`&&`, `>=`)
+    while i < trees.len() {
+        match &trees[i] {
+            TokenTree::Ident(ident) => {
+                let mut path = vec![ident.to_string()];
+                while let (Some(TokenTree::Punct(dot)), Some(TokenTree::Ident(next))) =
+                    (trees.get(i + 1), trees.get(i + 2))
+                    && dot.as_char() == '.'
+                {
+                    path.push(next.to_string());
+                    i += 2;
+                }
+                space(out, glued);
+                out.push_str(&params::model_name(bindings, &path));
+                glued = false;
+            }
+            TokenTree::Literal(literal) => {
+                space(out, glued);
+                out.push_str(&literal.to_string());
+                glued = false;
+            }
+            TokenTree::Punct(punct) => {
+                let c = punct.as_char();
+                if !matches!(c, ',' | '.' | '?') {
+                    space(out, glued);
+                }
+                out.push(c);
+                glued = punct.spacing() == Spacing::Joint || matches!(c, '!' | '.');
+            }
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::Brace => ("{ ", " }"),
+                    Delimiter::None => ("", ""),
+                };
+                // A call's parentheses follow its name: `f(x)`, `x.abs()`.
+                let call = matches!(trees.get(i.wrapping_sub(1)), Some(TokenTree::Ident(_)));
+                if !call {
+                    space(out, glued);
+                }
+                out.push_str(open);
+                render(group.stream(), bindings, out);
+                out.push_str(close);
+                glued = false;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// A space before the next token, unless it opens the text or a group or follows a glued
+/// punctuation.
+fn space(out: &mut String, glued: bool) {
+    if !glued && !out.is_empty() && !out.ends_with(['(', '[']) {
+        out.push(' ');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bindings(sig: syn::Signature) -> Vec<Binding> {
+        params::bindings(&sig)
+    }
+
+    #[test]
+    fn conditions_name_fields_as_the_model_knows_them() {
+        let plain = bindings(syn::parse_quote!(fn f(amount: f64, currency: String)));
+        assert_eq!(condition(&syn::parse_quote!(amount > 1000.0), &plain), "amount > 1000.0");
+        assert_eq!(
+            condition(&syn::parse_quote!(amount > 1000.0 && currency == "EUR"), &plain),
+            "amount > 1000.0 && currency == \"EUR\""
+        );
+        let rmcp = bindings(syn::parse_quote!(fn f(Parameters(req): Parameters<Req>)));
+        assert_eq!(condition(&syn::parse_quote!(req.amount > 1000.0), &rmcp), "amount > 1000.0");
+        assert_eq!(condition(&syn::parse_quote!(req.line.amount >= 5.0), &rmcp), "line.amount >= 5.0");
+        assert_eq!(condition(&syn::parse_quote!(!req.trusted), &rmcp), "!trusted");
+        assert_eq!(
+            condition(&syn::parse_quote!(req.amount.abs() >= 5.0 || f(req.n)), &rmcp),
+            "amount.abs() >= 5.0 || f(n)"
+        );
+        // As the compiler hands the tokens over: no spaces around the dots.
+        let tight: syn::Expr = syn::parse_str("req.amount>1000.0").unwrap();
+        assert_eq!(condition(&tight, &rmcp), "amount > 1000.0");
+    }
+}

@@ -1,0 +1,175 @@
+//! The tool's description as each framework shows it to the model, with idem's paragraph
+//! (`describe.rs`) after the user's own text, and `<tool>_description()`, which returns it.
+//!
+//! Input: the tool of [`expand`](super::expand). Output, for an rmcp tool (its `#[tool]`
+//! re-emitted by `frameworks.rs` with this description):
+//!
+//! ```text
+//! #[tool(description = ::idem::__private::describe(
+//!     &*("Create and send the invoice."),
+//!     &[Part::Text("Safe to retry: a repeat for the same "), Part::Field("customer"), ...],
+//!     Some(::idem::__private::rmcp_arguments_schema::<Parameters<SendInvoice>>),
+//!     &[], None,
+//! ), ...)]
+//! async fn send_invoice(..) { .. }
+//!
+//! /// The description `send_invoice` is shown to the model with ...
+//! fn send_invoice_description() -> String { /* the same expression */ }
+//! ```
+//!
+//! rig's `#[rig_tool(description = "...")]` and ADK-Rust's doc comment take a literal: the
+//! paragraph is joined at compile time (`describe::literal`), and `<tool>_description()`
+//! returns that literal with the user's text.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{Expr, ItemFn};
+
+use crate::describe::{self, Part};
+use crate::frameworks::Framework;
+use crate::plan::Plan;
+
+/// The tool's paragraph and how its framework takes it.
+pub(crate) struct Described {
+    pub parts: Vec<Part>,
+    /// The function's doc comment as paragraphs, the user's text when the framework's
+    /// attribute gives none.
+    pub docs: Option<String>,
+    framework: Framework,
+    /// Where the field names are found at run time: the arguments' schema.
+    schema: Option<TokenStream>,
+}
+
+impl Described {
+    pub(crate) fn new(plan: &Plan, item: &ItemFn, schema: Option<TokenStream>) -> Self {
+        let parts = describe::parts(plan, &item.sig.ident.to_string());
+        Described { parts, docs: crate::docs::description(&item.attrs), framework: plan.framework, schema }
+    }
+
+    /// The expression of the description joined at run time, after `own` (a `&str`).
+    pub(crate) fn at_run_time(&self, plan: &Plan, own: &TokenStream) -> TokenStream {
+        let krate = &plan.krate;
+        let parts = describe::tokens(plan, &self.parts);
+        let schema = match &self.schema {
+            Some(schema) => quote!(::core::option::Option::Some(#schema)),
+            None => quote!(::core::option::Option::None),
+        };
+        let given = plan.json_names.given_tokens();
+        let budget = match &plan.budget {
+            Some(budget) => {
+                let path = &budget.path;
+                quote!(::core::option::Option::Some(&#path))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(#krate::__private::describe(&*(#own), #parts, #schema, #given, #budget))
+    }
+
+    /// The description an rmcp `#[tool]` gets: its own `description = ...` or the doc
+    /// comment, then the paragraph. `None` keeps the attribute's own (`describe = off`).
+    pub(crate) fn rmcp(&self, plan: &Plan, own: Option<&Expr>) -> Option<TokenStream> {
+        if self.parts.is_empty() {
+            return match own {
+                Some(_) => None,
+                None => self.docs.as_ref().map(|docs| quote!(#docs)),
+            };
+        }
+        let own = match own {
+            Some(own) => quote!(#own),
+            None => {
+                let docs = self.docs.clone().unwrap_or_default();
+                quote!(#docs)
+            }
+        };
+        Some(self.at_run_time(plan, &own))
+    }
+
+    /// The description rig's `#[rig_tool]` gets, a literal: its own `description = "..."` or
+    /// the doc comment, then the paragraph. `None` keeps the attribute's own.
+    pub(crate) fn rig(&self, plan: &Plan, own: Option<&Expr>) -> Option<String> {
+        if self.parts.is_empty() {
+            return if own.is_some() { None } else { self.docs.clone() };
+        }
+        let own = match own {
+            Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(own), .. })) => Some(own.value()),
+            Some(_) => return None, // rig reports a description that is not a literal
+            None => self.docs.clone(),
+        };
+        Some(joined(own.as_deref().unwrap_or_default(), &describe::literal(plan, &self.parts)))
+    }
+
+    /// The doc line ADK-Rust's `#[tool]` adds to the description (it joins doc lines with a
+    /// space), or none.
+    pub(crate) fn adk_line(&self, plan: &Plan) -> Option<String> {
+        (!self.parts.is_empty()).then(|| describe::literal(plan, &self.parts))
+    }
+}
+
+/// `own`, a blank line, `paragraph`; either alone when the other is empty.
+fn joined(own: &str, paragraph: &str) -> String {
+    match (own.trim().is_empty(), paragraph.is_empty()) {
+        (_, true) => own.to_owned(),
+        (true, false) => paragraph.to_owned(),
+        (false, false) => format!("{}\n\n{paragraph}", own.trim_end()),
+    }
+}
+
+/// `<tool>_description()`: the description the framework shows the model, for a schema of
+/// your own (or a test).
+pub(super) fn description_fn(plan: &Plan, item: &ItemFn, described: &Described) -> TokenStream {
+    let sig = &item.sig;
+    let name = format_ident!("{}_description", sig.ident);
+    let tool = sig.ident.to_string();
+    let body = match described.framework {
+        Framework::Rmcp => {
+            let own = crate::frameworks::rmcp_own_description(item);
+            match described.rmcp(plan, own.as_ref()) {
+                Some(description) => quote!(::std::string::String::from(#description)),
+                None => {
+                    let own = own.expect("an rmcp tool without a paragraph keeps its own description");
+                    quote!(::std::string::String::from(#own))
+                }
+            }
+        }
+        Framework::Rig => {
+            let own = crate::frameworks::rig_own_description(item);
+            let kept = match &own {
+                Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(own), .. })) => Some(own.value()),
+                _ => None,
+            };
+            let text = described.rig(plan, own.as_ref()).or(kept).unwrap_or_default();
+            quote!(::std::string::String::from(#text))
+        }
+        Framework::Adk => {
+            let text = adk_description(item, described.adk_line(plan));
+            quote!(::std::string::String::from(#text))
+        }
+        Framework::None => {
+            let docs = described.docs.clone().unwrap_or_default();
+            described.at_run_time(plan, &quote!(#docs))
+        }
+    };
+    let doc = format!(
+        " The description `{tool}` is shown to the model with: its own text, then the paragraph \
+         `#[idempotent]` adds (what a repeat gets, which status tool to call). For a tool schema of your own."
+    );
+    let vis = &item.vis;
+    quote! {
+        #[doc = #doc]
+        #vis fn #name() -> ::std::string::String {
+            #body
+        }
+    }
+}
+
+/// What ADK-Rust's `#[tool]` makes of the doc comment with `line` added: each doc line
+/// trimmed, joined with a space; the function's name with spaces when there is none.
+fn adk_description(item: &ItemFn, line: Option<String>) -> String {
+    let mut lines = crate::docs::doc_lines(&item.attrs);
+    lines.extend(line);
+    let lines: Vec<String> = lines.iter().map(|line| line.trim().to_owned()).collect();
+    match lines.is_empty() {
+        true => item.sig.ident.to_string().replace('_', " "),
+        false => lines.join(" "),
+    }
+}
