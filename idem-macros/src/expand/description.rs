@@ -22,7 +22,8 @@
 //! returns that literal with the user's text.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Expr, ItemFn};
 
 use crate::describe::{self, Part};
@@ -57,8 +58,12 @@ impl Described {
         let given = plan.json_names.given_tokens();
         let budget = match &plan.budget {
             Some(budget) => {
+                // As the tool's static names it: a path that is not a budget is reported
+                // once, there (rustc folds the same error at the same token).
                 let path = &budget.path;
-                quote!(::core::option::Option::Some(&#path))
+                let at = super::krate_at(plan, path.span());
+                let budget = quote_spanned!(path.span()=> { let budget: &'static #at::budget::Budget = &#path; budget });
+                quote!(::core::option::Option::Some(#budget))
             }
             None => quote!(::core::option::Option::None),
         };
