@@ -107,13 +107,10 @@ fn generated(plan: &Plan, tool: &str) -> Vec<Part> {
     let mut out = Paragraph::default();
     let key: Vec<Part> = plan.key_fields.iter().map(|field| model_field(plan, &field.model_name)).collect();
     let status = format!("{tool}_status");
-    if key.is_empty() {
-        out.text("Safe to retry: it runs once, and a repeat gets the first call's result");
-    } else {
-        out.text("Safe to retry: a repeat for the same ");
-        out.list(&key);
-        out.text(" never runs it twice; it gets the first call's result");
-    }
+    // A key always has a placeholder (`valid.rs`).
+    out.text("Safe to retry: a repeat for the same ");
+    out.list(&key);
+    out.text(" never runs it twice; it gets the first call's result");
     out.text(", or IN_PROGRESS while that call runs.");
     if !plan.compare_names.is_empty() {
         let compared: Vec<Part> = plan.compare_names.iter().map(|name| model_field(plan, name)).collect();
@@ -121,11 +118,8 @@ fn generated(plan: &Plan, tool: &str) -> Vec<Part> {
         out.list_or(&compared);
         out.text(" is refused with CONFLICT: ask the user.");
     }
-    out.text(&format!(" After a TIMEOUT or IN_PROGRESS, call {status}"));
-    if !key.is_empty() {
-        out.text(" with the same ");
-        out.list(&key);
-    }
+    out.text(&format!(" After a TIMEOUT or IN_PROGRESS, call {status} with the same "));
+    out.list(&key);
     out.text(" instead of calling again.");
     if let Some(approval) = &plan.approval {
         match &approval.asks {
@@ -299,6 +293,48 @@ fn space(out: &mut String, glued: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The paragraph of `send_invoice` under `#[idempotent(attr)]`, as rig and ADK get it.
+    fn text(attr: TokenStream) -> String {
+        let item: syn::ItemFn = syn::parse_quote!(
+            fn send_invoice(customer: String, period: String, amount: f64, memo: String) -> Result<(), E> {
+                todo!()
+            }
+        );
+        let mut errors = Errors::default();
+        let plan = crate::plan(attr, &item, &mut errors).unwrap_or_else(|| panic!("{:?}", errors.into_error()));
+        literal(&plan, &parts(&plan, "send_invoice"))
+    }
+
+    #[test]
+    fn every_fact_in_the_paragraph_comes_from_the_attribute() {
+        assert_eq!(
+            text(quote!(key = "invoice:<customer>:<period>", compare = [amount])),
+            "Safe to retry: a repeat for the same customer and period never runs it twice; it gets the first \
+             call's result, or IN_PROGRESS while that call runs. A repeat with a different amount is refused with \
+             CONFLICT: ask the user. After a TIMEOUT or IN_PROGRESS, call send_invoice_status with the same \
+             customer and period instead of calling again."
+        );
+        let other_key = text(quote!(key = "invoice:<customer>", compare = [amount, memo]));
+        assert!(other_key.contains("for the same customer never runs"), "{other_key}");
+        assert!(other_key.contains("a different amount or memo is refused"), "{other_key}");
+        assert!(other_key.contains("send_invoice_status with the same customer instead"), "{other_key}");
+        let nothing_compared = text(quote!(key = "invoice:<customer>:<period>:<memo>"));
+        assert!(!nothing_compared.contains("CONFLICT"), "{nothing_compared}");
+        assert!(nothing_compared.contains("customer, period and memo"), "{nothing_compared}");
+        let always = text(quote!(key = "invoice:<customer>", approval));
+        assert!(always.ends_with("A person must approve each new action first: it then answers \
+            APPROVAL_REQUIRED, and send_invoice_status shows the decision."), "{always}");
+        let budgeted = text(quote!(key = "invoice:<customer>", budget = INVOICES));
+        assert!(budgeted.ends_with("It is limited by the budget INVOICES: a call without room answers BUDGET_EXCEEDED."));
+    }
+
+    #[test]
+    fn describe_replaces_the_paragraph_or_leaves_it_out() {
+        let given = text(quote!(key = "invoice:<customer>", describe = "Once per <customer> and <period>."));
+        assert_eq!(given, "Once per customer and period.");
+        assert_eq!(text(quote!(key = "invoice:<customer>", describe = off)), "");
+    }
 
     fn bindings(sig: syn::Signature) -> Vec<Binding> {
         params::bindings(&sig)

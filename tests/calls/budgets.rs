@@ -538,3 +538,27 @@ fn operators_raise_and_reset_windows_with_a_note_and_bad_input_changes_nothing()
         assert_eq!(used(&*store, "tests.refunds", &scope_of(run)), 1.0);
     });
 }
+
+/// The paragraph a budgeted tool's description gains names its budget with the limit and
+/// window of its `static`, and says what a call without room answers; a tool without a
+/// budget says nothing of one.
+#[test]
+fn a_budgeted_tools_description_says_its_limit() {
+    let refund = Shop::<MemoryStore>::refund_description();
+    assert!(
+        refund.ends_with(
+            "It is limited by the budget tests.refunds (at most 5 runs per day): a call without room answers \
+             BUDGET_EXCEEDED."
+        ),
+        "{refund}"
+    );
+    assert!(refund.starts_with("Refund an order.\n\nSafe to retry: a repeat for the same order"), "{refund}");
+    let payout = Shop::<MemoryStore>::payout_description();
+    assert!(payout.contains("the budget tests.paid_out (at most 1000 of amount in total per day)"), "{payout}");
+    let gift = Shop::<MemoryStore>::gift_description();
+    assert!(gift.ends_with("a call without room needs a person's approval (APPROVAL_REQUIRED)."), "{gift}");
+    let ping = Shop::<MemoryStore>::ping_description();
+    assert!(ping.contains("the budget tests.pings (at most 2 runs per 300 milliseconds)"), "{ping}");
+    assert!(!ping.contains("CONFLICT"), "nothing compared, nothing refused: {ping}");
+}
+

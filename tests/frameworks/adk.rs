@@ -254,3 +254,29 @@ async fn the_status_tool_of_a_tool_with_approvals_says_the_approval_states() {
 
 #[path = "adk/json_names.rs"]
 mod json_names;
+
+/// The declaration ADK-Rust gives the model: the doc comment, then idem's paragraph, its
+/// approval sentence only on the tool that asks a person.
+#[tokio::test]
+async fn the_declaration_the_model_reads_carries_the_paragraph() {
+    let send = SendInvoice.declaration();
+    let send = send["description"].as_str().unwrap();
+    assert_eq!(send, send_invoice_description(), "the function gives what ADK declares");
+    for said in [
+        "Safe to retry: a repeat for the same customer and period never runs it twice",
+        "A repeat with a different amount is refused with CONFLICT",
+        "call send_invoice_status with the same customer and period instead of calling again",
+    ] {
+        assert!(send.contains(said), "{said:?} in {send}");
+    }
+    assert!(!send.contains("approval") && !send.contains("budget"), "{send}");
+    let pay = PaySupplier.declaration();
+    let pay = pay["description"].as_str().unwrap();
+    assert!(
+        pay.ends_with(
+            "It needs a person's approval when amount > 1000.0: it then answers APPROVAL_REQUIRED, and \
+             pay_supplier_status shows the decision."
+        ),
+        "{pay}"
+    );
+}
