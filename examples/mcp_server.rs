@@ -89,8 +89,7 @@ struct Billing {
 #[idem::status_tools]
 #[tool_router]
 impl Billing {
-    /// Create and send the invoice for one customer and billing period. (`#[idempotent]`
-    /// adds a paragraph: what a repeat gets, what is refused, which status tool to call.)
+    /// Create and send the invoice for one customer and billing period.
     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
     #[tool(annotations(title = "Send invoice", destructive_hint = false))]
     async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {

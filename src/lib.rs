@@ -47,6 +47,7 @@
 //! | `approval(ttl = "4h")` | a duration | How long a request waits for a decision; then it expires (`APPROVAL_EXPIRED`) and a later call asks anew. | [`approval::DEFAULT_APPROVAL_TTL`]: one day |
 //! | `approval(notify = notify_approvers)` | a function (a hook) | A `fn(&idem::approval::Request)` called once when a request is made, never for a repeat: one message per action in the approvers' channel. A hook that panics is caught; the request stands. | none |
 //! | `budget = REFUNDS` | the path of a `static` | A [`budget::Budget`] `static` (`Budget::count("refunds", 20).per_day()`, or `Budget::sum_of("refunded", "amount", 5_000.0)` over a compared field) that the tool's fresh runs are charged to, per scope, in the same write as the reservation. The store must keep budgets ([`store::BudgetStore`]: every bundled store does); one that does not is a compile error at its `store = ...`. A call without room answers `BUDGET_EXCEEDED`, or asks a person with `approval(over_budget)`; see [Budgets](#budgets-what-a-runaway-agent-cannot-spend) and [`budget`]. | none |
+//! | `describe = "..."` or `describe = off` | a string template, or `off` | The paragraph idem adds to the tool's description (see [The description the model reads](#the-description-the-model-reads)): `describe = "..."` replaces it with your text, whose placeholders (`<customer>`, `<req.customer>`) must name a parameter or a field of one (any other does not compile) and become the field's name as the model knows it (its JSON name for the arguments the model sends); `describe = off` adds none. | the generated paragraph |
 //! | `crate = "my_idem"` | a string | Where the generated code finds idem when your Cargo.toml renames the dependency (`my_idem = { package = "idem-tools", version = "0.1" }`); without it such a crate fails to compile with "cannot find `idem` in the crate root". A single name must be one of your crate's dependencies as its Cargo.toml names them: any other is one compile error at the string, saying what idem is called there. A path (`crate = "crate::deps::idem"`, for a re-export) is used as written. [`status_tools`] reads it from each tool's attribute, and [`tasks`] takes it the same way. | `::idem` |
 //!
 //! Settings combine in one group: `approval(when = amount > 1000.0, over_budget, text = "pay
@@ -66,10 +67,53 @@
 //!   anything, and returns `Result<`[`store::OwnedRecordId`]`, idem::Error>` (the tool's
 //!   namespace and the derived key), to read or settle the record through a
 //!   [`store::Store`] without spelling the namespace out.
+//! - `<name>_description()`, always sync, takes nothing and returns the `String` the tool's
+//!   framework shows the model as its description: the tool's own text (its doc comment as
+//!   paragraphs, or its framework attribute's `description`), a blank line, and idem's
+//!   paragraph. For a tool schema of your own, or a test.
 //!
 //! On an rmcp tool, [`status_tools`] serves the status function as a read-only tool; on a
 //! rig tool, it is a rig tool too; an ADK-Rust tool (`send_invoice`) gets a read-only ADK
 //! `Tool` beside it (`SendInvoiceStatus`) (see [`frameworks`]).
+//!
+//! ### The description the model reads
+//!
+//! The model reads a tool's description to decide how to call it, and how to call it again:
+//! told which status tool to read after a timeout, it reads it instead of calling twice. idem
+//! knows every fact that sentence needs, so it writes it: after the tool's own text comes a
+//! paragraph made from the attribute, in plain English, that changes when the attribute does:
+//!
+//! 1. what a repeat gets: "Safe to retry: a repeat for the same customer and period never
+//!    runs it twice; it gets the first call's result, or IN_PROGRESS while that call runs."
+//!    (the key's fields);
+//! 2. with `compare`: "A repeat with a different amount is refused with CONFLICT: ask the
+//!    user.";
+//! 3. "After a TIMEOUT or IN_PROGRESS, call send_invoice_status with the same customer and
+//!    period instead of calling again." (the status tool by its name, `<name>_status`, which
+//!    [`status_tools`] serves for rmcp; serve it, or write your own text with `describe`);
+//! 4. with `approval(always)`: "A person must approve each new action first: it then
+//!    answers APPROVAL_REQUIRED, and send_invoice_status shows the decision."; with
+//!    `approval(when = ...)`: "It needs a person's approval when amount > 1000.0: ..." (the
+//!    condition as written, fields by the names the model knows);
+//! 5. with `budget`: "It is limited by the budget refunds (at most 20 runs per day): a call
+//!    without room answers BUDGET_EXCEEDED." (or "... needs a person's approval
+//!    (APPROVAL_REQUIRED)" with `approval(over_budget)`).
+//!
+//! Three sentences for a keyed tool with `compare` (`send_invoice`'s: 337 characters, 57
+//! words, about 85 tokens at four characters a token), one more for each of approval and
+//! budget. Where each framework puts it:
+//!
+//! | framework | where | field names | budget |
+//! | --- | --- | --- | --- |
+//! | rmcp | `#[tool]`'s description (`tools/list`) | JSON names, from the input schema at run time (serde's `rename_all` and `rename` included) | its name, limit and window |
+//! | none (a plain function) | `<name>_description()` | the names the model knows (`json_names` gives renamed ones) | its name, limit and window |
+//! | rig | `#[rig_tool]`'s description (`ToolDefinition`) | Rust names, or those `json_names` gives | the `static`'s name (rig takes a literal) |
+//! | ADK-Rust | one more doc line, which ADK's `#[tool]` joins into `Tool::description()` and its declaration | Rust names, or those `json_names` gives (ADK takes a literal: write `json_names` for a `rename_all` struct) | the `static`'s name |
+//!
+//! `describe = "..."` replaces the paragraph, `describe = off` leaves it out (the tool's own
+//! text alone, as before). A status tool's description is idem's too: read-only, the key's
+//! fields it takes, and every state it can answer (the approval states when the tool asks a
+//! person).
 //!
 //! ### What does not compile
 //!

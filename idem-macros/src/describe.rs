@@ -323,10 +323,17 @@ mod tests {
         assert!(!nothing_compared.contains("CONFLICT"), "{nothing_compared}");
         assert!(nothing_compared.contains("customer, period and memo"), "{nothing_compared}");
         let always = text(quote!(key = "invoice:<customer>", approval));
-        assert!(always.ends_with("A person must approve each new action first: it then answers \
-            APPROVAL_REQUIRED, and send_invoice_status shows the decision."), "{always}");
+        assert!(
+            always.ends_with(
+                "A person must approve each new action first: it then answers \
+            APPROVAL_REQUIRED, and send_invoice_status shows the decision."
+            ),
+            "{always}"
+        );
         let budgeted = text(quote!(key = "invoice:<customer>", budget = INVOICES));
-        assert!(budgeted.ends_with("It is limited by the budget INVOICES: a call without room answers BUDGET_EXCEEDED."));
+        assert!(
+            budgeted.ends_with("It is limited by the budget INVOICES: a call without room answers BUDGET_EXCEEDED.")
+        );
     }
 
     #[test]

@@ -561,4 +561,3 @@ fn a_budgeted_tools_description_says_its_limit() {
     assert!(ping.contains("the budget tests.pings (at most 2 runs per 300 milliseconds)"), "{ping}");
     assert!(!ping.contains("CONFLICT"), "nothing compared, nothing refused: {ping}");
 }
-

@@ -62,7 +62,8 @@ impl Described {
                 // once, there (rustc folds the same error at the same token).
                 let path = &budget.path;
                 let at = super::krate_at(plan, path.span());
-                let budget = quote_spanned!(path.span()=> { let budget: &'static #at::budget::Budget = &#path; budget });
+                let budget =
+                    quote_spanned!(path.span()=> { let budget: &'static #at::budget::Budget = &#path; budget });
                 quote!(::core::option::Option::Some(#budget))
             }
             None => quote!(::core::option::Option::None),

@@ -22,8 +22,8 @@
 //!     amount: f64,
 //! }
 //!
-//! /// Create and send the invoice for one customer and billing period. Safe to retry: a second
-//! /// call for the same customer and period never sends a second invoice.
+//! /// Create and send the invoice for one customer and billing period. (`#[idempotent]` adds what
+//! /// a retry does and which status tool to call: see `send_invoice_description()`.)
 //! #[idempotent(key = "invoice:<args.customer>:<args.period>", compare = [args.amount],
 //!     scope = ctx.user_id(), timeout = "150ms", store = *STORE)]
 //! #[tool]

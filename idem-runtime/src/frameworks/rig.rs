@@ -7,8 +7,8 @@
 //!
 //! <!-- quoted from examples/rig_tool.rs -->
 //! ```rust,ignore
-//! /// Create and send the invoice for one customer and billing period. Safe to retry: a second
-//! /// call for the same customer and period never sends a second invoice.
+//! /// Create and send the invoice for one customer and billing period. (`#[idempotent]` adds what
+//! /// a retry does and which status tool to call: see `send_invoice_description()`.)
 //! #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *STORE)]
 //! #[rig_tool(params(customer = "The customer to bill", period = "The billing period, e.g. 2026-10"))]
 //! async fn send_invoice(

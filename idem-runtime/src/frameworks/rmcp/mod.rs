@@ -69,9 +69,7 @@
 //! #[idem::status_tools]
 //! #[tool_router]
 //! impl Billing {
-//!     /// Create and send the invoice for one customer and billing period. Safe to retry: a
-//!     /// second call for the same customer and period never sends a second invoice; it gets
-//!     /// the first invoice back, marked "replayed": true.
+//!     /// Create and send the invoice for one customer and billing period.
 //!     #[idempotent(key = "invoice:<req.customer>:<req.period>", compare = [req.amount], store = self.store)]
 //!     #[tool(annotations(title = "Send invoice", destructive_hint = false))]
 //!     async fn send_invoice(&self, Parameters(req): Parameters<SendInvoice>) -> Result<CallToolResult, ErrorData> {
@@ -99,7 +97,7 @@
 //! // or `version = "..."`). Without it rmcp reports itself: "rmcp" and rmcp's version.
 //! #[tool_handler(
 //!     name = "idem-billing",
-//!     instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
+//!     instructions = "Billing tools: invoices and ledger exports. Each tool's description says what a retry does."
 //! )]
 //! #[idem::tasks]
 //! impl ServerHandler for Billing {}
@@ -274,7 +272,7 @@
 //! ```rust,ignore
 //! #[tool_handler(
 //!     name = "idem-billing",
-//!     instructions = "Billing tools. send_invoice and export_ledger are safe to retry; after a TIMEOUT or an IN_PROGRESS answer, call send_invoice_status or export_ledger_status with the same key fields instead of calling again."
+//!     instructions = "Billing tools: invoices and ledger exports. Each tool's description says what a retry does."
 //! )]
 //! #[idem::tasks]
 //! impl ServerHandler for Billing {}
