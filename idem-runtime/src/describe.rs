@@ -68,7 +68,7 @@ fn per(window: Duration) -> String {
     const UNITS: [(u128, &str); 5] =
         [(86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute"), (1_000, "second"), (1, "millisecond")];
     let ms = window.as_millis();
-    let (size, unit) = UNITS.into_iter().find(|(size, _)| ms % size == 0).unwrap_or((1, "millisecond"));
+    let (size, unit) = UNITS.into_iter().find(|(size, _)| ms.is_multiple_of(*size)).unwrap_or((1, "millisecond"));
     match ms / size {
         1 => format!("per {unit}"),
         n => format!("per {n} {unit}s"),
