@@ -10,7 +10,7 @@
 //! `#[rig_tool]` and ADK-Rust's `#[tool]` take a literal, so [`literal`] joins them here,
 //! each field by its Rust name or the name `json_names` gives, the budget by its `static`.
 
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::quote;
 
 use crate::ast::Tool;
@@ -223,15 +223,15 @@ pub(crate) fn tokens(plan: &Plan, parts: &[Part]) -> TokenStream {
 /// the paths into the arguments the model sends named as it knows them (`amount > 1000.0`
 /// for `req.amount > 1000.0` under `Parameters(req)`).
 pub(crate) fn condition(condition: &syn::Expr, bindings: &[Binding]) -> String {
-    let mut out = String::new();
-    render(quote!(#condition), bindings, &mut out);
-    out
+    crate::written::written(model_named(quote!(#condition), bindings))
 }
 
-fn render(tokens: TokenStream, bindings: &[Binding], out: &mut String) {
+/// `tokens` with each path that starts at a binding (`req.line.amount`) replaced by the
+/// field's name as the model knows it (`line.amount`).
+fn model_named(tokens: TokenStream, bindings: &[Binding]) -> TokenStream {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out: Vec<TokenTree> = Vec::new();
     let mut i = 0;
-    let mut glued = false; // the last token was a punctuation joined to the next (`&&`, `>=`)
     while i < trees.len() {
         match &trees[i] {
             TokenTree::Ident(ident) => {
@@ -243,51 +243,19 @@ fn render(tokens: TokenStream, bindings: &[Binding], out: &mut String) {
                     path.push(next.to_string());
                     i += 2;
                 }
-                space(out, glued);
-                out.push_str(&params::model_name(bindings, &path));
-                glued = false;
-            }
-            TokenTree::Literal(literal) => {
-                space(out, glued);
-                out.push_str(&literal.to_string());
-                glued = false;
-            }
-            TokenTree::Punct(punct) => {
-                let c = punct.as_char();
-                if !matches!(c, ',' | '.' | '?') {
-                    space(out, glued);
-                }
-                out.push(c);
-                glued = punct.spacing() == Spacing::Joint || matches!(c, '!' | '.');
+                let name: TokenStream = params::model_name(bindings, &path).parse().expect("a path of identifiers");
+                out.extend(name);
             }
             TokenTree::Group(group) => {
-                let (open, close) = match group.delimiter() {
-                    Delimiter::Parenthesis => ("(", ")"),
-                    Delimiter::Bracket => ("[", "]"),
-                    Delimiter::Brace => ("{ ", " }"),
-                    Delimiter::None => ("", ""),
-                };
-                // A call's parentheses follow its name: `f(x)`, `x.abs()`.
-                let call = matches!(trees.get(i.wrapping_sub(1)), Some(TokenTree::Ident(_)));
-                if !call {
-                    space(out, glued);
-                }
-                out.push_str(open);
-                render(group.stream(), bindings, out);
-                out.push_str(close);
-                glued = false;
+                let mut renamed = Group::new(group.delimiter(), model_named(group.stream(), bindings));
+                renamed.set_span(group.span());
+                out.push(renamed.into());
             }
+            other => out.push(other.clone()),
         }
         i += 1;
     }
-}
-
-/// A space before the next token, unless it opens the text or a group or follows a glued
-/// punctuation.
-fn space(out: &mut String, glued: bool) {
-    if !glued && !out.is_empty() && !out.ends_with(['(', '[']) {
-        out.push(' ');
-    }
+    out.into_iter().collect()
 }
 
 #[cfg(test)]

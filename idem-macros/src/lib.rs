@@ -25,6 +25,7 @@ mod template;
 #[cfg(test)]
 mod template_props;
 mod valid;
+mod written;
 
 use proc_macro::TokenStream;
 
