@@ -152,3 +152,121 @@ fn the_remote_mcp_demo_runs_two_workers_behind_one_address() {
     assert!(stdout.contains("refused"), "beta cannot read acme's task:\n{stdout}");
     assert_eq!(stdout.lines().last(), Some("effects: 3 invoices (acme c1, acme c2, beta c1), 1 export"), "{stdout}");
 }
+
+/// The descriptions a Python agent's client reads, through the Python MCP SDK (`mcp` on
+/// PyPI) over stdio and over streamable HTTP: each keyed tool's text then idem's paragraph,
+/// naming its status tool and the key's fields; the approval sentence only on the tool that
+/// asks a person. The SDK's Python comes from IDEM_TEST_PYTHON (`bash .ci/python DIR`
+/// prints one).
+#[cfg(feature = "rmcp")]
+mod python_sdk {
+    use std::collections::HashMap;
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Child, Command, Stdio};
+
+    const LISTER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/list_tools.py");
+
+    /// The Python with the MCP SDK, or `None` after saying loudly that `test` is skipped.
+    /// Under CI a missing one fails the test: CI must run them.
+    fn python(test: &str) -> Option<String> {
+        match std::env::var("IDEM_TEST_PYTHON") {
+            Ok(python) if !python.is_empty() => Some(python),
+            _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
+                panic!("{test}: IDEM_TEST_PYTHON is not set under CI; CI must run the Python MCP SDK tests (see .ci/run)")
+            }
+            _ => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED {test}: set IDEM_TEST_PYTHON to a Python with the MCP SDK (`bash .ci/python DIR` prints one)"
+                );
+                None
+            }
+        }
+    }
+
+    /// `{tool: description}` as the SDK lists them.
+    fn listed(python: &str, args: &[&str]) -> HashMap<String, String> {
+        let output = Command::new(python).arg(LISTER).args(args).output().expect("python runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "the SDK failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        let last = stdout.lines().last().unwrap_or_default();
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+
+    fn says(description: &str, sentences: &[&str]) {
+        for said in sentences {
+            assert!(description.contains(said), "{said:?} in {description}");
+        }
+    }
+
+    #[test]
+    fn over_stdio_the_python_sdk_reads_the_paragraph() {
+        let Some(python) = python("over_stdio_the_python_sdk_reads_the_paragraph") else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("keys.db");
+        // The SDK starts the server with an environment of its own: a shell passes IDEM_DB.
+        let server = format!("IDEM_DB='{}' exec '{}'", db.display(), env!("CARGO_BIN_EXE_mcp_server"));
+        let tools = listed(&python, &["stdio", "sh", "-c", &server]);
+        let send = &tools["send_invoice"];
+        assert!(send.starts_with("Create and send the invoice for one customer and billing period.\n\n"), "{send}");
+        says(
+            send,
+            &[
+                "a repeat for the same customer and period never runs it twice",
+                "A repeat with a different amount is refused with CONFLICT: ask the user.",
+                "call send_invoice_status with the same customer and period instead of calling again.",
+            ],
+        );
+        says(&tools["export_ledger"], &["call export_ledger_status with the same month"]);
+        assert!(!send.contains("approval") && !send.contains("budget"), "{send}");
+        says(&tools["send_invoice_status"], &["Read-only status of send_invoice", "customer, period"]);
+    }
+
+    /// A worker of the remote example, on a free port; killed when dropped.
+    struct Worker(Child);
+
+    impl Drop for Worker {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn over_streamable_http_the_python_sdk_reads_the_paragraph() {
+        let Some(python) = python("over_streamable_http_the_python_sdk_reads_the_paragraph") else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let (db, effects) = (dir.path().join("keys.db"), dir.path().join("effects"));
+        let mut worker = Worker(
+            Command::new(env!("CARGO_BIN_EXE_remote_mcp"))
+                .args(["serve", "--port", "0", "--db"])
+                .arg(&db)
+                .arg("--effects")
+                .arg(&effects)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("cargo builds the example's binary for this test"),
+        );
+        let mut line = String::new();
+        BufReader::new(worker.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}"));
+        let tools = listed(&python, &["http", &format!("http://{address}/mcp"), "acme-token"]);
+        says(
+            &tools["send_invoice"],
+            &[
+                "a repeat for the same customer and period never runs it twice",
+                "call send_invoice_status with the same customer and period",
+            ],
+        );
+        assert!(!tools["send_invoice"].contains("approval"), "{}", tools["send_invoice"]);
+        says(
+            &tools["refund"],
+            &[
+                "a repeat for the same invoice never runs it twice",
+                "It needs a person's approval when amount > 500.0: it then answers APPROVAL_REQUIRED, and \
+                 refund_status shows the decision.",
+            ],
+        );
+    }
+}
