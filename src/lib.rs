@@ -108,7 +108,7 @@
 //! | rmcp | `#[tool]`'s description (`tools/list`) | JSON names, from the input schema at run time (serde's `rename_all` and `rename` included) | its name, limit and window |
 //! | none (a plain function) | `<name>_description()` | the names the model knows (`json_names` gives renamed ones) | its name, limit and window |
 //! | rig | `#[rig_tool]`'s description (`ToolDefinition`) | Rust names, or those `json_names` gives | the `static`'s name (rig takes a literal) |
-//! | ADK-Rust | one more doc line, which ADK's `#[tool]` joins into `Tool::description()` and its declaration | Rust names, or those `json_names` gives (ADK takes a literal: write `json_names` for a `rename_all` struct) | the `static`'s name |
+//! | ADK-Rust | one more doc line, which ADK's `#[tool]` joins into `Tool::description()` and its declaration | Rust names, or those `json_names` gives (ADK takes a literal, fixed before serde's `rename_all` is visible: write `json_names` for such a struct; when the agent builds its declarations, the status tool logs a warning, target `idem`, for each name the description gives otherwise than the schema) | the `static`'s name |
 //!
 //! `describe = "..."` replaces the paragraph, `describe = off` leaves it out (the tool's own
 //! text alone, as before). A status tool's description is idem's too: read-only, the key's

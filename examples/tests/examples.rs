@@ -172,7 +172,9 @@ mod python_sdk {
         match std::env::var("IDEM_TEST_PYTHON") {
             Ok(python) if !python.is_empty() => Some(python),
             _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-                panic!("{test}: IDEM_TEST_PYTHON is not set under CI; CI must run the Python MCP SDK tests (see .ci/run)")
+                panic!(
+                    "{test}: IDEM_TEST_PYTHON is not set under CI; CI must run the Python MCP SDK tests (see .ci/run)"
+                )
             }
             _ => {
                 let _ = writeln!(

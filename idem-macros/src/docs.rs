@@ -36,18 +36,18 @@ pub(crate) fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
 }
 
 /// The doc comment of `tool`'s status function, and the description of an ADK status tool:
-/// the states it reads (the approval states too when the tool asks for approval, since
-/// APPROVAL_REQUIRED sends the model there).
-pub(crate) fn status_doc(tool: &str, approvals: bool) -> String {
+/// the key's `fields` it takes, and the states it reads (the approval states too when the
+/// tool asks for approval, since APPROVAL_REQUIRED sends the model there).
+pub(crate) fn status_doc(tool: &str, approvals: bool, fields: &str) -> String {
     let states = "not found, in progress, completed (with its result), failed, or unknown (a call stopped before it \
                   finished; it may still record its result, so check again later)";
     let never = "Never reserves or runs anything; call it when a call's outcome is unknown, e.g. after a timeout";
     match approvals {
-        false => format!("Read-only status of `{tool}` for these key fields: {states}. {never}."),
+        false => format!("Read-only status of `{tool}` for these key fields ({fields}): {states}. {never}."),
         true => format!(
-            "Read-only status of `{tool}` for these key fields: {states}; while a person's approval is involved, \
-             awaiting_approval, approved, declined or approval_expired. {never}, or to see the decision after \
-             APPROVAL_REQUIRED."
+            "Read-only status of `{tool}` for these key fields ({fields}): {states}; while a person's approval is \
+             involved, awaiting_approval, approved, declined or approval_expired. {never}, or to see the decision \
+             after APPROVAL_REQUIRED."
         ),
     }
 }

@@ -218,6 +218,18 @@ pub(crate) fn json_path(schema: Option<&JsonObject>, path: &str, given: &[(&str,
     }
 }
 
+/// The fields a description fixed at compile time names otherwise than `schema` does:
+/// `(path, the name written, the JSON name)` for each of `described` (a path below the
+/// arguments, the name the description gives it) whose JSON name differs.
+pub(crate) fn misnamed<'a>(
+    schema: &JsonObject,
+    described: &[(&'a str, &'a str)],
+    given: &[(&str, &str)],
+) -> Vec<(&'a str, &'a str, String)> {
+    let named = described.iter().map(|&(path, name)| (path, name, json_path(Some(schema), path, given)));
+    named.filter(|(_, name, json)| name != json).collect()
+}
+
 fn given_or_rust(path: &str, given: &[(&str, &str)]) -> String {
     let mut end = 0;
     let segments = path.split('.').map(|segment| {
@@ -266,6 +278,15 @@ pub(crate) fn spellings(field: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_description_written_at_compile_time_is_checked_against_the_schema() {
+        let schema = json!({"type": "object", "properties": {"customerId": {}, "period": {}}});
+        let schema = schema.as_object().unwrap();
+        let described = [("customer_id", "customer_id"), ("period", "period")];
+        assert_eq!(misnamed(schema, &described, &[]), [("customer_id", "customer_id", "customerId".to_owned())]);
+        assert!(misnamed(schema, &[("customer_id", "customerId"), ("period", "period")], &[]).is_empty());
+    }
 
     fn object(value: Value) -> JsonObject {
         value.as_object().unwrap().clone()

@@ -75,7 +75,9 @@ pub(super) fn status_tool(
     let status_name = format!("{tool_name}_status");
     let tool_struct = Ident::new(&adk_struct_name(&tool_name), Span::call_site());
     let status_struct = Ident::new(&adk_struct_name(&status_name), Span::call_site());
-    let doc = crate::docs::status_doc(&tool_name, plan.approval.is_some());
+    // The fields by their JSON names, known at run time (the tool's schema): `{fields}`.
+    let doc = crate::docs::status_doc(&tool_name, plan.approval.is_some(), "{fields}");
+    let struct_doc = crate::docs::status_doc(&tool_name, plan.approval.is_some(), &key.fields.join(", "));
     let (ctx, args) = (Ident::new("__idem_ctx", Span::mixed_site()), Ident::new("__idem_args", Span::mixed_site()));
     // The context, bound as the tool binds it, for a scope (or store) that reads it.
     let context =
@@ -86,12 +88,21 @@ pub(super) fn status_tool(
         });
     let names = &key.fields;
     let given = plan.json_names.given_tokens();
+    // The fields ADK's description (a literal) names, and the names it gives them: the
+    // status tool, built with the tool, says when one is not what the model sees.
+    let described = crate::describe::parts(plan, &tool_name).into_iter().filter_map(|part| match part {
+        crate::describe::Part::Field(path) => {
+            let name = crate::json_names::given_path(&plan.json_names, &path);
+            Some(quote!((#path, #name)))
+        }
+        _ => None,
+    });
     let KeyReads { values, reads, parts } = key_reads(plan, key, request_ty, &args, TokenStream::new());
     let read = Ident::new("__idem_read", Span::mixed_site());
     let at_ret = krate_at(plan, ret.span());
     let vis = &item.vis;
     quote! {
-        #[doc = #doc]
+        #[doc = #struct_doc]
         #vis struct #status_struct;
 
         #[#adk::async_trait]
@@ -101,7 +112,11 @@ pub(super) fn status_tool(
             }
 
             fn description(&self) -> &str {
-                #doc
+                static DESCRIPTION: ::std::sync::OnceLock<::std::string::String> = ::std::sync::OnceLock::new();
+                DESCRIPTION.get_or_init(|| {
+                    #adk::check_described_names(&#tool_struct, &[#(#described),*], #given);
+                    #adk::status_description(&#tool_struct, &[#(#names),*], #given, #doc)
+                })
             }
 
             fn parameters_schema(&self) -> ::core::option::Option<#adk::Value> {

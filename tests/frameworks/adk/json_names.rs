@@ -91,6 +91,8 @@ async fn every_rename_all_rule_gives_status_tools_and_answers_the_models_names()
             parameters["required"].as_array().unwrap().iter().flat_map(Value::as_str).collect();
         required.sort();
         assert_eq!(required, sorted(&[customer, period]), "{rule}: {declaration}");
+        let described = declaration["description"].as_str().unwrap();
+        assert!(described.contains(&format!("key fields ({customer}, {period})")), "{rule}: {described}");
 
         let first = json!({customer: "acme", period: "2026-10", amount: 120.0});
         let sent = tool.execute(call("alice", "call-1"), first).await.unwrap();
