@@ -218,6 +218,7 @@ pub(crate) fn json_path(schema: Option<&JsonObject>, path: &str, given: &[(&str,
     }
 }
 
+#[cfg(feature = "adk")]
 /// The fields a description fixed at compile time names otherwise than `schema` does:
 /// `(path, the name written, the JSON name)` for each of `described` (a path below the
 /// arguments, the name the description gives it) whose JSON name differs.
@@ -279,6 +280,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[cfg(feature = "adk")]
     #[test]
     fn a_description_written_at_compile_time_is_checked_against_the_schema() {
         let schema = json!({"type": "object", "properties": {"customerId": {}, "period": {}}});
