@@ -26,6 +26,12 @@ fn the_invoicing_demo_shows_three_invoices_then_one() {
         Some("naive: 3 invoices, keyed: 1 invoice, matrix: 2 invoices (1 per period)"),
         "{stdout}"
     );
+    // The fixed agent: it learns the status tool from the description idem wrote, and after
+    // the timeout it calls that, never send_invoice again.
+    let part2 = &stdout[stdout.find("== Part 2").expect("part 2")..stdout.find("== Part 3").expect("part 3")];
+    assert!(part2.contains("call send_invoice_status with the same customer and period instead"), "{part2}");
+    assert_eq!(part2.matches("tool call: send_invoice {").count(), 1, "{part2}");
+    assert!(part2.contains("tool call: send_invoice_status {"), "{part2}");
 }
 
 #[cfg(feature = "metrics")]
