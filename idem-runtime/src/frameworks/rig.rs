@@ -32,7 +32,9 @@
 //!   fields had). Below `#[rig_tool]` the tool works the same, but `#[idempotent]` cannot see
 //!   that it is a rig tool, so `send_invoice_status` is a plain function. Above it, a
 //!   `#[rig_tool]` without `description = ...` also gets its doc comment as paragraphs, as an
-//!   rmcp tool does (rig would keep the source's line breaks).
+//!   rmcp tool does (rig would keep the source's line breaks), and either gets idem's
+//!   paragraph after it (see [The description the model
+//!   reads](https://docs.rs/idem-tools/latest/idem/index.html#the-description-the-model-reads)).
 //! - **What the model sees.** rig shows the model a tool error's model output, and its
 //!   default `map_error` replaces any error that is not a `ToolExecutionError` with a
 //!   generic "the tool failed". So idem's answers convert into `ToolExecutionError`

@@ -158,7 +158,10 @@
 //!   line breaks. `#[idempotent]` gives a `#[tool]` without `description = ...` its doc
 //!   comment as paragraphs: a paragraph's lines joined with spaces, blank lines kept, line
 //!   breaks kept before list items and inside code fences (a `#[doc = include_str!(..)]` is
-//!   left to rmcp).
+//!   left to rmcp). After that text, or a `description = ...` of your own, comes idem's
+//!   paragraph (what a repeat gets, what is refused, which status tool to call), joined
+//!   when the tool list is built so that fields have their JSON names: see [The
+//!   description the model reads](https://docs.rs/idem-tools/latest/idem/index.html#the-description-the-model-reads).
 //!
 //! # Status tools
 //!
