@@ -110,8 +110,11 @@
 //! | rig | `#[rig_tool]`'s description (`ToolDefinition`) | Rust names, or those `json_names` gives | the `static`'s name (rig takes a literal) |
 //! | ADK-Rust | one more doc line, which ADK's `#[tool]` joins into `Tool::description()` and its declaration | Rust names, or those `json_names` gives (ADK takes a literal, fixed before serde's `rename_all` is visible: write `json_names` for such a struct; when the agent builds its declarations, the status tool logs a warning, target `idem`, for each name the description gives otherwise than the schema) | the `static`'s name |
 //!
-//! `describe = "..."` replaces the paragraph, `describe = off` leaves it out (the tool's own
-//! text alone, as before). A status tool's description is idem's too: read-only, the key's
+//! A doc comment that is not all literals (`#[doc = include_str!("send.md")]`) comes first
+//! as its values joined by line breaks (rmcp, plain functions), or as ADK-Rust reads it. rig
+//! takes a literal only, so such a rig tool gets no paragraph: give it
+//! `#[rig_tool(description = "...")]`. `describe = "..."` replaces the paragraph,
+//! `describe = off` leaves it out (the tool's own text alone, as before). A status tool's description is idem's too: read-only, the key's
 //! fields it takes, and every state it can answer (the approval states when the tool asks a
 //! person).
 //!

@@ -22,6 +22,15 @@ pub(crate) fn description(attrs: &[Attribute]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// The value of each `#[doc = ...]` of `attrs`, literal or not (`include_str!(..)`).
+pub(crate) fn doc_values(attrs: &[Attribute]) -> Vec<Expr> {
+    let values = attrs.iter().filter(|attr| attr.path().is_ident("doc")).filter_map(|attr| match &attr.meta {
+        Meta::NameValue(doc) => Some(doc.value.clone()),
+        _ => None,
+    });
+    values.collect()
+}
+
 /// The text of each `#[doc = "..."]` of `attrs`, as written (ADK-Rust's `#[tool]` reads
 /// these, each trimmed, joined with a space).
 pub(crate) fn doc_lines(attrs: &[Attribute]) -> Vec<String> {

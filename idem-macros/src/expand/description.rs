@@ -36,6 +36,9 @@ pub(crate) struct Described {
     /// The function's doc comment as paragraphs, the user's text when the framework's
     /// attribute gives none.
     pub docs: Option<String>,
+    /// The values of the doc comment's `#[doc = ...]`s when one is not a literal
+    /// (`#[doc = include_str!("send.md")]`): `docs` is `None` then.
+    included: Vec<Expr>,
     framework: Framework,
     /// Where the field names are found at run time: the arguments' schema.
     schema: Option<TokenStream>,
@@ -44,7 +47,12 @@ pub(crate) struct Described {
 impl Described {
     pub(crate) fn new(plan: &Plan, item: &ItemFn, schema: Option<TokenStream>) -> Self {
         let parts = describe::parts(plan, &item.sig.ident.to_string());
-        Described { parts, docs: crate::docs::description(&item.attrs), framework: plan.framework, schema }
+        let docs = crate::docs::description(&item.attrs);
+        let included = match docs {
+            Some(_) => Vec::new(),
+            None => crate::docs::doc_values(&item.attrs),
+        };
+        Described { parts, docs, included, framework: plan.framework, schema }
     }
 
     /// The expression of the description joined at run time, after `own` (a `&str`).
@@ -80,12 +88,15 @@ impl Described {
                 None => self.docs.as_ref().map(|docs| quote!(#docs)),
             };
         }
-        let own = match own {
-            Some(own) => quote!(#own),
-            None => {
-                let docs = self.docs.clone().unwrap_or_default();
-                quote!(#docs)
+        let own = match (own, &self.docs) {
+            (Some(own), _) => quote!(#own),
+            (None, Some(docs)) => quote!(#docs),
+            // As rmcp joins them: the values, one per line.
+            (None, None) if !self.included.is_empty() => {
+                let included = &self.included;
+                quote!([#(#included),*].join("\n"))
             }
+            (None, None) => quote!(""),
         };
         Some(self.at_run_time(plan, &own))
     }
@@ -93,7 +104,8 @@ impl Described {
     /// The description rig's `#[rig_tool]` gets, a literal: its own `description = "..."` or
     /// the doc comment, then the paragraph. `None` keeps the attribute's own.
     pub(crate) fn rig(&self, plan: &Plan, own: Option<&Expr>) -> Option<String> {
-        if self.parts.is_empty() {
+        // rig takes a literal, which an included doc comment is not: left to rig.
+        if self.parts.is_empty() || own.is_none() && !self.included.is_empty() {
             return if own.is_some() { None } else { self.docs.clone() };
         }
         let own = match own {

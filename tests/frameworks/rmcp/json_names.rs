@@ -217,6 +217,13 @@ impl Orders {
         Ok(CallToolResult::structured(json!({"refunded": req.order_number, "amount": req.amount_eur})))
     }
 
+    #[doc = include_str!("cancel.md")]
+    #[idempotent(key = "cancel:<req.parcel>", json_names = [req.parcel = "parcelId"], store = *self.store)]
+    #[tool]
+    async fn cancel(&self, Parameters(req): Parameters<Ship>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"cancelled": req.parcel})))
+    }
+
     /// Ship a parcel: a key field renamed with `#[serde(rename)]`, not named in `json_names`.
     #[idempotent(key = "ship:<req.parcel>", compare = [req.weight], store = *self.store)]
     #[tool]
@@ -237,6 +244,12 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
     assert_eq!(sorted(properties.keys()), ["billingCustomer", "orderNo"], "{status}");
     assert_eq!(properties["orderNo"]["description"], "The order to refund.");
     assert!(status["description"].as_str().unwrap().contains("key fields: billingCustomer, orderNo."), "{status}");
+    // A doc comment idem cannot read (`include_str!`) comes first, as rmcp would show it.
+    let cancel = tools.iter().find(|tool| tool.name == "cancel").unwrap().description.as_deref().unwrap_or_default();
+    assert!(
+        cancel.starts_with("Cancel a parcel before it ships.\n\nSafe to retry: a repeat for the same parcelId"),
+        "{cancel}"
+    );
     let refund = tools.iter().find(|tool| tool.name == "refund").unwrap().description.as_deref().unwrap_or_default();
     for said in [
         "a repeat for the same billingCustomer.customerRef and orderNo never runs it twice",
