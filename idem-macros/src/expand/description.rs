@@ -88,17 +88,24 @@ impl Described {
                 None => self.docs.as_ref().map(|docs| quote!(#docs)),
             };
         }
-        let own = match (own, &self.docs) {
-            (Some(own), _) => quote!(#own),
-            (None, Some(docs)) => quote!(#docs),
-            // As rmcp joins them: the values, one per line.
-            (None, None) if !self.included.is_empty() => {
+        let own = match own {
+            Some(own) => quote!(#own),
+            None => self.doc_text(),
+        };
+        Some(self.at_run_time(plan, &own))
+    }
+
+    /// The doc comment as a `&str` expression: its paragraphs, or the values of its
+    /// `#[doc = ...]`s one per line (as rmcp joins them) when one is not a literal.
+    fn doc_text(&self) -> TokenStream {
+        match &self.docs {
+            Some(docs) => quote!(#docs),
+            None if !self.included.is_empty() => {
                 let included = &self.included;
                 quote!([#(#included),*].join("\n"))
             }
-            (None, None) => quote!(""),
-        };
-        Some(self.at_run_time(plan, &own))
+            None => quote!(""),
+        }
     }
 
     /// The description rig's `#[rig_tool]` gets, a literal: its own `description = "..."` or
@@ -162,10 +169,7 @@ pub(super) fn description_fn(plan: &Plan, item: &ItemFn, described: &Described) 
             let text = adk_description(item, described.adk_line(plan));
             quote!(::std::string::String::from(#text))
         }
-        Framework::None => {
-            let docs = described.docs.clone().unwrap_or_default();
-            described.at_run_time(plan, &quote!(#docs))
-        }
+        Framework::None => described.at_run_time(plan, &described.doc_text()),
     };
     let doc = format!(
         " The description `{tool}` is shown to the model with: its own text, then the paragraph \
