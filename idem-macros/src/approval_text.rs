@@ -1,6 +1,12 @@
 //! The grammar of an approval request's text template (`"Pay <supplier> <amount> EUR"`):
 //! literal text and `<param>` or `<param.field>` placeholders, each written with `Display`.
-//! A pure function; which names a placeholder may use is `valid.rs`'s rule.
+//! The same grammar serves `describe = "..."`. [`Checked::check`] holds the rule on names:
+//! each placeholder names a parameter, or a field path of one.
+
+use syn::{Ident, LitStr};
+
+use crate::errors::Errors;
+use crate::params::{self, Binding};
 
 /// One piece of the text, in order.
 #[derive(Debug, PartialEq, Eq)]
@@ -13,6 +19,42 @@ pub(crate) enum Piece {
     },
     /// A `<` with no `>` after it: the text from it on. Always the last piece.
     Unclosed(String),
+}
+
+/// Where a template is written, for its messages.
+pub(crate) struct Checked {
+    /// The setting, as the messages name it: "`approval(text = ...)`".
+    pub setting: &'static str,
+    /// Two placeholders to show: "<amount> or <req.amount>".
+    pub example: &'static str,
+}
+
+impl Checked {
+    /// Reports, at the literal, each placeholder that does not name a parameter or a field
+    /// path of one, and a `<` that is not closed; `hint` ends the unknown-name message.
+    pub(crate) fn check(&self, text: &LitStr, fn_name: &Ident, bindings: &[Binding], hint: &str, errors: &mut Errors) {
+        let Checked { setting, example } = self;
+        for piece in parse(&text.value()) {
+            let message = match piece {
+                Piece::Literal(_) => continue,
+                Piece::Unclosed(rest) => format!("unclosed placeholder in {setting}: `{rest}` has no `>`"),
+                Piece::Placeholder { inside, path: None } => {
+                    format!("placeholder <{inside}> in {setting} must name a parameter or a field path, e.g. {example}")
+                }
+                Piece::Placeholder { inside, path: Some(path) } => {
+                    if bindings.iter().any(|binding| binding.ident == path[0]) {
+                        continue;
+                    }
+                    format!(
+                        "unknown placeholder <{inside}> in {setting}; {fn_name} has no parameter {} (available: {}){hint}",
+                        path[0],
+                        params::names(bindings)
+                    )
+                }
+            };
+            errors.at(text.span(), message);
+        }
+    }
 }
 
 pub(crate) fn parse(text: &str) -> Vec<Piece> {

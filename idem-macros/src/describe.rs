@@ -39,34 +39,13 @@ pub(crate) enum Given {
     Off,
 }
 
-/// `describe = "..."`: each placeholder names a parameter or a field path of one, as an
-/// approval's text does (checked in `valid.rs`'s order of checks, here).
+/// `describe = "..."`: each placeholder names a parameter or a field path of one, as in an
+/// approval's text.
 pub(crate) fn check(tool: &Tool, errors: &mut Errors) {
     let Some(Describe::Text(text)) = &tool.attr.describe else { return };
-    let fn_name = &tool.item.sig.ident;
-    for piece in approval_text::parse(&text.value()) {
-        let message = match piece {
-            approval_text::Piece::Literal(_) => continue,
-            approval_text::Piece::Unclosed(rest) => {
-                format!("unclosed placeholder in `describe = ...`: `{rest}` has no `>`")
-            }
-            approval_text::Piece::Placeholder { inside, path: None } => format!(
-                "placeholder <{inside}> in `describe = ...` must name a parameter or a field path, e.g. <customer> or <req.customer>"
-            ),
-            approval_text::Piece::Placeholder { inside, path: Some(path) } => {
-                if tool.bindings.iter().any(|binding| binding.ident == path[0]) {
-                    continue;
-                }
-                format!(
-                    "unknown placeholder <{inside}> in `describe = ...`; {fn_name} has no parameter {} (available: {}). \
-                     A placeholder is replaced by the field's name as the model knows it",
-                    path[0],
-                    params::names(&tool.bindings)
-                )
-            }
-        };
-        errors.at(text.span(), message);
-    }
+    let texts = approval_text::Checked { setting: "`describe = ...`", example: "<customer> or <req.customer>" };
+    let hint = ". A placeholder is replaced by the field's name as the model knows it";
+    texts.check(text, &tool.item.sig.ident, &tool.bindings, hint, errors);
 }
 
 /// What the attribute says of the paragraph, lowered: a template's placeholders become the

@@ -307,28 +307,9 @@ fn approval(tool: &Tool, errors: &mut Errors) {
             );
         }
     }
-    let Some(text) = &approval.text else { return };
-    for piece in approval_text::parse(&text.value()) {
-        let message = match piece {
-            approval_text::Piece::Unclosed(rest) => {
-                format!("unclosed placeholder in `approval(text = ...)`: `{rest}` has no `>`")
-            }
-            approval_text::Piece::Placeholder { inside, path: None } => format!(
-                "placeholder <{inside}> in `approval(text = ...)` must name a parameter or a field path, e.g. <amount> or <req.amount>"
-            ),
-            approval_text::Piece::Placeholder { inside, path: Some(path) } => {
-                if bindings.iter().any(|binding| binding.ident == path[0]) {
-                    continue;
-                }
-                format!(
-                    "unknown placeholder <{inside}> in `approval(text = ...)`; {fn_name} has no parameter {} (available: {})",
-                    path[0],
-                    params::names(bindings)
-                )
-            }
-            approval_text::Piece::Literal(_) => continue,
-        };
-        errors.at(text.span(), message);
+    if let Some(text) = &approval.text {
+        let texts = approval_text::Checked { setting: "`approval(text = ...)`", example: "<amount> or <req.amount>" };
+        texts.check(text, fn_name, bindings, "", errors);
     }
 }
 
