@@ -32,10 +32,10 @@ use crate::plan::Plan;
 
 /// The tool's paragraph and how its framework takes it.
 pub(crate) struct Described {
-    pub parts: Vec<Part>,
+    parts: Vec<Part>,
     /// The function's doc comment as paragraphs, the user's text when the framework's
     /// attribute gives none.
-    pub docs: Option<String>,
+    docs: Option<String>,
     /// The values of the doc comment's `#[doc = ...]`s when one is not a literal
     /// (`#[doc = include_str!("send.md")]`): `docs` is `None` then.
     included: Vec<Expr>,
@@ -56,7 +56,7 @@ impl Described {
     }
 
     /// The expression of the description joined at run time, after `own` (a `&str`).
-    pub(crate) fn at_run_time(&self, plan: &Plan, own: &TokenStream) -> TokenStream {
+    fn at_run_time(&self, plan: &Plan, own: &TokenStream) -> TokenStream {
         let krate = &plan.krate;
         let parts = describe::tokens(plan, &self.parts);
         let schema = match &self.schema {
