@@ -240,6 +240,7 @@ mod python_sdk {
         }
     }
 
+    /// The SDK's client and a raw JSON-RPC POST, over streamable HTTP.
     #[test]
     fn over_streamable_http_the_python_sdk_reads_the_paragraph() {
         let Some(python) = python("over_streamable_http_the_python_sdk_reads_the_paragraph") else { return };
@@ -259,7 +260,10 @@ mod python_sdk {
         let mut line = String::new();
         BufReader::new(worker.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let address = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}"));
-        let tools = listed(&python, &["http", &format!("http://{address}/mcp"), "acme-token"]);
+        let url = format!("http://{address}/mcp");
+        let tools = listed(&python, &["http", &url, "acme-token"]);
+        // A raw JSON-RPC client (one POST written by hand) reads the same descriptions.
+        assert_eq!(listed(&python, &["raw-http", &url, "acme-token"]), tools, "the raw client and the SDK agree");
         says(
             &tools["send_invoice"],
             &[
