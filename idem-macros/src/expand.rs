@@ -53,12 +53,12 @@ mod adk;
 mod approval;
 mod budget;
 mod description;
+mod paragraph;
 mod record_id;
 mod status;
 mod task;
 
-pub(crate) use description::Described;
-use description::description_fn;
+use description::{Described, description_fn};
 use record_id::record_id_fn;
 pub(crate) use status::status_json_name;
 use status::{status_fn, status_json_fn};
@@ -99,7 +99,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // type once, at the type, instead of once per generic call that needs it.
     let assert_output = quote_spanned!(ret.span()=> let _: #at_ret::__private::StatusOf<#ret> = ::core::result::Result::Ok(#at_ret::Status::NotFound););
     let described = Described::new(plan, item, arguments_schema(plan, item));
-    let attrs = frameworks::tool_attrs(item, plan, &described);
+    let attrs = frameworks::tool_attrs(item, plan.framework, &described.descriptions(plan, item));
     let description = description_fn(plan, item, &described);
     let vis = &item.vis;
     let sig = &item.sig;

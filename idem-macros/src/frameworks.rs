@@ -18,8 +18,6 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ItemFn, Meta, ReturnType, Token, Type};
 
 use crate::errors::Errors;
-use crate::expand::Described;
-use crate::plan::Plan;
 
 mod which_tool;
 pub(crate) use which_tool::{check_tool, which_tool};
@@ -54,32 +52,39 @@ pub(crate) fn detect(item: &ItemFn) -> Framework {
     }
 }
 
+/// The descriptions a tool's framework attribute gets (made by `expand/description.rs`):
+/// each `None` keeps what the attribute has.
+pub(crate) struct Descriptions {
+    /// rmcp's `#[tool(description = ...)]`: an expression.
+    pub rmcp: Option<TokenStream>,
+    /// rig's `#[rig_tool(description = "...")]`: a literal.
+    pub rig: Option<String>,
+    /// One more doc line, which ADK-Rust's `#[tool]` joins into its description.
+    pub adk_line: Option<String>,
+}
+
 /// The function's attributes as re-emitted: rmcp's `#[tool(...)]` gets
 /// `annotations(idempotent_hint = true)` unless its annotations set `idempotent_hint`.
-/// rmcp's `#[tool]` and rig's `#[rig_tool]` get the description `described` makes: their own
+/// rmcp's `#[tool]` and rig's `#[rig_tool]` get the `descriptions` given: their own
 /// `description = ...` or the doc comment as paragraphs (`docs::description`: both would
 /// join its lines with "\n"), then idem's paragraph. ADK-Rust's `#[tool]` (no description
 /// argument, no annotations) stays as written, and the paragraph is one doc line more.
-pub(crate) fn tool_attrs(item: &ItemFn, plan: &Plan, described: &Described) -> Vec<Attribute> {
-    let rmcp = plan.framework == Framework::Rmcp;
+pub(crate) fn tool_attrs(item: &ItemFn, framework: Framework, descriptions: &Descriptions) -> Vec<Attribute> {
+    let rmcp = framework == Framework::Rmcp;
     let mut attrs: Vec<Attribute> = item
         .attrs
         .iter()
         .map(|attr| {
             if rmcp && is_attr(attr, "tool") {
-                let own = own_description(attr);
-                rebuilt(attr, described.rmcp(plan, own.as_ref()), true)
+                rebuilt(attr, descriptions.rmcp.clone(), true)
             } else if is_attr(attr, "rig_tool") {
-                let own = own_description(attr);
-                rebuilt(attr, described.rig(plan, own.as_ref()).map(|text| quote!(#text)), false)
+                rebuilt(attr, descriptions.rig.as_ref().map(|text| quote!(#text)), false)
             } else {
                 attr.clone()
             }
         })
         .collect();
-    if plan.framework == Framework::Adk
-        && let Some(line) = described.adk_line(plan)
-    {
+    if let Some(line) = &descriptions.adk_line {
         attrs.push(syn::parse_quote!(#[doc = #line]));
     }
     attrs
@@ -237,16 +242,18 @@ mod tests {
         rebuilt(&attr, None, true).to_token_stream().to_string().replace(' ', "")
     }
 
-    /// The attributes of `item` under `#[idempotent(key = "k", describe = off)]`: the
-    /// framework's own description, without idem's paragraph (`describe.rs`'s tests).
+    /// The attributes of `item` as re-emitted with the framework's own description (no
+    /// paragraph: `expand/description.rs` makes those): the doc comment as paragraphs where
+    /// the attribute has none.
     fn reemitted(item: ItemFn) -> Vec<String> {
-        // Lowered without the checks: these functions are only carriers of attributes.
-        let mut errors = Errors::default();
-        let tool = crate::ast::Tool::parse(quote!(key = "k", describe = off), &item, &mut errors);
-        let tool = tool.unwrap_or_else(|| panic!("{:?}", errors.into_error()));
-        let plan = crate::plan::lower(&tool);
-        let described = Described::new(&plan, &item, None);
-        tool_attrs(&item, &plan, &described).iter().map(|attr| attr.to_token_stream().to_string()).collect()
+        let docs = crate::docs::description(&item.attrs);
+        let own = |attr: &str| item.attrs.iter().find(|a| is_attr(a, attr)).and_then(own_description);
+        let descriptions = Descriptions {
+            rmcp: docs.as_ref().filter(|_| own("tool").is_none()).map(|docs| quote!(#docs)),
+            rig: docs.clone().filter(|_| own("rig_tool").is_none()),
+            adk_line: None,
+        };
+        tool_attrs(&item, detect(&item), &descriptions).iter().map(|attr| attr.to_token_stream().to_string()).collect()
     }
 
     #[test]

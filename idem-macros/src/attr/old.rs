@@ -57,3 +57,30 @@ pub(super) fn changed(name: &str, meta: &ParseNestedMeta) -> syn::Result<Option<
         _ => syn::Error::new(syn::spanned::Spanned::span(&meta.path), message),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_changed_spelling_is_shown_in_one_run_and_the_rest_is_read() {
+        let mut errors = crate::errors::Errors::default();
+        let attr = crate::attr::parse(
+            quote::quote!(
+                key = "pay:<supplier>",
+                approval = req.amount > 1000.0,
+                approval_text = "pay <supplier>",
+                on_approval_request = notify,
+                over_budget = approval,
+                store = self.store
+            ),
+            &mut errors,
+        );
+        let messages: Vec<String> = errors.into_error().expect("refused").into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(messages[0].contains("write `approval(when = req.amount > 1000.0)`"), "{}", messages[0]);
+        assert!(messages[1].contains("write `approval(text = \"pay <supplier>\", ...)`"), "{}", messages[1]);
+        assert!(messages[2].contains("write `approval(notify = notify, ...)`"), "{}", messages[2]);
+        assert!(messages[3].contains("write `approval(over_budget, ...)`"), "{}", messages[3]);
+        assert!(attr.store.is_some() && attr.complete, "the arguments after them are read");
+        assert!(attr.approval.is_none());
+    }
+}

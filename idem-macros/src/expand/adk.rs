@@ -90,7 +90,7 @@ pub(super) fn status_tool(
     let given = plan.json_names.given_tokens();
     // The fields ADK's description (a literal) names, and the names it gives them: the
     // status tool, built with the tool, says when one is not what the model sees.
-    let described = crate::describe::parts(plan, &tool_name).into_iter().filter_map(|part| match part {
+    let described = super::paragraph::parts(plan, &tool_name).into_iter().filter_map(|part| match part {
         crate::describe::Part::Field(path) => {
             let name = crate::json_names::given_path(&plan.json_names, &path);
             Some(quote!((#path, #name)))

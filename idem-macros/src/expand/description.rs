@@ -1,5 +1,5 @@
 //! The tool's description as each framework shows it to the model, with idem's paragraph
-//! (`describe.rs`) after the user's own text, and `<tool>_description()`, which returns it.
+//! (`paragraph.rs`) after the user's own text, and `<tool>_description()`, which returns it.
 //!
 //! Input: the tool of [`expand`](super::expand). Output, for an rmcp tool (its `#[tool]`
 //! re-emitted by `frameworks.rs` with this description):
@@ -18,7 +18,7 @@
 //! ```
 //!
 //! rig's `#[rig_tool(description = "...")]` and ADK-Rust's doc comment take a literal: the
-//! paragraph is joined at compile time (`describe::literal`), and `<tool>_description()`
+//! paragraph is joined at compile time (`paragraph::literal`), and `<tool>_description()`
 //! returns that literal with the user's text.
 
 use proc_macro2::TokenStream;
@@ -26,8 +26,9 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, ItemFn};
 
-use crate::describe::{self, Part};
-use crate::frameworks::Framework;
+use super::paragraph;
+use crate::describe::Part;
+use crate::frameworks::{Descriptions, Framework, rig_own_description, rmcp_own_description};
 use crate::plan::Plan;
 
 /// The tool's paragraph and how its framework takes it.
@@ -46,7 +47,7 @@ pub(crate) struct Described {
 
 impl Described {
     pub(crate) fn new(plan: &Plan, item: &ItemFn, schema: Option<TokenStream>) -> Self {
-        let parts = describe::parts(plan, &item.sig.ident.to_string());
+        let parts = paragraph::parts(plan, &item.sig.ident.to_string());
         let docs = crate::docs::description(&item.attrs);
         let included = match docs {
             Some(_) => Vec::new(),
@@ -58,7 +59,7 @@ impl Described {
     /// The expression of the description joined at run time, after `own` (a `&str`).
     fn at_run_time(&self, plan: &Plan, own: &TokenStream) -> TokenStream {
         let krate = &plan.krate;
-        let parts = describe::tokens(plan, &self.parts);
+        let parts = paragraph::tokens(plan, &self.parts);
         let schema = match &self.schema {
             Some(schema) => quote!(::core::option::Option::Some(#schema)),
             None => quote!(::core::option::Option::None),
@@ -81,7 +82,7 @@ impl Described {
 
     /// The description an rmcp `#[tool]` gets: its own `description = ...` or the doc
     /// comment, then the paragraph. `None` keeps the attribute's own (`describe = off`).
-    pub(crate) fn rmcp(&self, plan: &Plan, own: Option<&Expr>) -> Option<TokenStream> {
+    fn rmcp(&self, plan: &Plan, own: Option<&Expr>) -> Option<TokenStream> {
         if self.parts.is_empty() {
             return match own {
                 Some(_) => None,
@@ -110,7 +111,7 @@ impl Described {
 
     /// The description rig's `#[rig_tool]` gets, a literal: its own `description = "..."` or
     /// the doc comment, then the paragraph. `None` keeps the attribute's own.
-    pub(crate) fn rig(&self, plan: &Plan, own: Option<&Expr>) -> Option<String> {
+    fn rig(&self, plan: &Plan, own: Option<&Expr>) -> Option<String> {
         // rig takes a literal, which an included doc comment is not: left to rig.
         if self.parts.is_empty() || own.is_none() && !self.included.is_empty() {
             return if own.is_some() { None } else { self.docs.clone() };
@@ -120,13 +121,23 @@ impl Described {
             Some(_) => return None, // rig reports a description that is not a literal
             None => self.docs.clone(),
         };
-        Some(joined(own.as_deref().unwrap_or_default(), &describe::literal(plan, &self.parts)))
+        Some(joined(own.as_deref().unwrap_or_default(), &paragraph::literal(plan, &self.parts)))
+    }
+
+    /// What the framework's attribute gets (`frameworks::tool_attrs`).
+    pub(crate) fn descriptions(&self, plan: &Plan, item: &ItemFn) -> Descriptions {
+        let (rmcp, rig) = match self.framework {
+            Framework::Rmcp => (self.rmcp(plan, rmcp_own_description(item).as_ref()), None),
+            Framework::Rig => (None, self.rig(plan, rig_own_description(item).as_ref())),
+            _ => (None, None),
+        };
+        Descriptions { rmcp, rig, adk_line: self.adk_line(plan).filter(|_| self.framework == Framework::Adk) }
     }
 
     /// The doc line ADK-Rust's `#[tool]` adds to the description (it joins doc lines with a
     /// space), or none.
-    pub(crate) fn adk_line(&self, plan: &Plan) -> Option<String> {
-        (!self.parts.is_empty()).then(|| describe::literal(plan, &self.parts))
+    fn adk_line(&self, plan: &Plan) -> Option<String> {
+        (!self.parts.is_empty()).then(|| paragraph::literal(plan, &self.parts))
     }
 }
 
@@ -147,7 +158,7 @@ pub(super) fn description_fn(plan: &Plan, item: &ItemFn, described: &Described) 
     let tool = sig.ident.to_string();
     let body = match described.framework {
         Framework::Rmcp => {
-            let own = crate::frameworks::rmcp_own_description(item);
+            let own = rmcp_own_description(item);
             match described.rmcp(plan, own.as_ref()) {
                 Some(description) => quote!(::std::string::String::from(#description)),
                 None => {
@@ -157,7 +168,7 @@ pub(super) fn description_fn(plan: &Plan, item: &ItemFn, described: &Described) 
             }
         }
         Framework::Rig => {
-            let own = crate::frameworks::rig_own_description(item);
+            let own = rig_own_description(item);
             let kept = match &own {
                 Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(own), .. })) => Some(own.value()),
                 _ => None,
