@@ -150,7 +150,7 @@ mod tests {
     fn text(attr: TokenStream) -> String {
         let item: syn::ItemFn = syn::parse_quote!(
             fn send_invoice(customer: String, period: String, amount: f64, memo: String) -> Result<(), E> {
-                todo!()
+                Ok(())
             }
         );
         let mut errors = Errors::default();
