@@ -158,14 +158,15 @@ pub(super) fn description_fn(plan: &Plan, item: &ItemFn, described: &Described) 
     let tool = sig.ident.to_string();
     let body = match described.framework {
         Framework::Rmcp => {
+            // Without a paragraph (`describe = off`) rmcp shows its own description, or the
+            // doc comment, or none.
             let own = rmcp_own_description(item);
-            match described.rmcp(plan, own.as_ref()) {
-                Some(description) => quote!(::std::string::String::from(#description)),
-                None => {
-                    let own = own.expect("an rmcp tool without a paragraph keeps its own description");
-                    quote!(::std::string::String::from(#own))
-                }
-            }
+            let description = match (described.rmcp(plan, own.as_ref()), own) {
+                (Some(description), _) => description,
+                (None, Some(own)) => quote!(#own),
+                (None, None) => described.doc_text(),
+            };
+            quote!(::std::string::String::from(#description))
         }
         Framework::Rig => {
             let own = rig_own_description(item);

@@ -224,6 +224,12 @@ impl Orders {
         Ok(CallToolResult::structured(json!({"cancelled": req.parcel})))
     }
 
+    #[idempotent(key = "hold:<req.parcel>", json_names = [req.parcel = "parcelId"], describe = off, store = *self.store)]
+    #[tool]
+    async fn hold(&self, Parameters(req): Parameters<Ship>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"held": req.parcel})))
+    }
+
     /// Ship a parcel: a key field renamed with `#[serde(rename)]`, not named in `json_names`.
     #[idempotent(key = "ship:<req.parcel>", compare = [req.weight], store = *self.store)]
     #[tool]
@@ -250,6 +256,9 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
         cancel.starts_with("Cancel a parcel before it ships.\n\nSafe to retry: a repeat for the same parcelId"),
         "{cancel}"
     );
+    // `describe = off` and no doc comment: no description at all, as rmcp gives one.
+    let hold = tools.iter().find(|tool| tool.name == "hold").unwrap();
+    assert_eq!((hold.description.as_deref(), Orders::hold_description().as_str()), (None, ""), "{hold:?}");
     let refund = tools.iter().find(|tool| tool.name == "refund").unwrap().description.as_deref().unwrap_or_default();
     for said in [
         "a repeat for the same billingCustomer.customerRef and orderNo never runs it twice",
