@@ -134,29 +134,33 @@ pub mod adk {
     }
 
     /// A status tool's description: `template` with `{fields}` replaced by the key's
-    /// `fields` as the model knows them (their JSON names in the tool's schema).
-    pub fn status_description<T: Tool>(tool: &T, fields: &[&str], given: &[(&str, &str)], template: &str) -> String {
+    /// `fields` as the model knows them (their JSON names in the tool's schema). Warns once
+    /// for each field the tool's own description (a literal, fixed at compile time) names
+    /// otherwise than the schema: a `rename_all` the macro could not see. `described` holds
+    /// each such field's path and the name that description gives it.
+    pub fn status_description<T: Tool>(
+        tool: &T,
+        fields: &[&str],
+        given: &[(&str, &str)],
+        template: &str,
+        described: &[(&str, &str)],
+    ) -> String {
         let schema = arguments_schema(tool);
+        if let Some(schema) = &schema {
+            for (path, name, json) in crate::json_names::misnamed(schema, described, given) {
+                tracing::warn!(
+                    target: "idem",
+                    tool = tool.name(),
+                    "the description of {} names the field {name}, which the model knows as {json}: ADK-Rust \
+                     takes the description as written at compile time, where serde's rename_all is not visible; \
+                     add json_names = [<the path to {path}> = \"{json}\"] to its #[idempotent]",
+                    tool.name()
+                );
+            }
+        }
         let names: Vec<String> =
             fields.iter().map(|field| crate::json_names::json_path(schema.as_ref(), field, given)).collect();
         template.replace("{fields}", &names.join(", "))
-    }
-
-    /// Warns once for each field the tool's description (a literal, fixed at compile time)
-    /// names otherwise than the model sees it: a `rename_all` the macro could not see.
-    /// `described` holds each field's path and the name the description gives it.
-    pub fn check_described_names<T: Tool>(tool: &T, described: &[(&str, &str)], given: &[(&str, &str)]) {
-        let Some(schema) = arguments_schema(tool) else { return };
-        for (path, name, json) in crate::json_names::misnamed(&schema, described, given) {
-            tracing::warn!(
-                target: "idem",
-                tool = tool.name(),
-                "the description of {} names the field {name}, which the model knows as {json}: ADK-Rust \
-                 takes the description as written at compile time, where serde's rename_all is not visible; \
-                 add json_names = [<the path to {path}> = \"{json}\"] to its #[idempotent]",
-                tool.name()
-            );
-        }
     }
 
     /// The JSON schema of an ADK tool's arguments, as its answers find its fields' JSON

@@ -114,8 +114,7 @@ pub(super) fn status_tool(
             fn description(&self) -> &str {
                 static DESCRIPTION: ::std::sync::OnceLock<::std::string::String> = ::std::sync::OnceLock::new();
                 DESCRIPTION.get_or_init(|| {
-                    #adk::check_described_names(&#tool_struct, &[#(#described),*], #given);
-                    #adk::status_description(&#tool_struct, &[#(#names),*], #given, #doc)
+                    #adk::status_description(&#tool_struct, &[#(#names),*], #given, #doc, &[#(#described),*])
                 })
             }
 
