@@ -32,8 +32,7 @@ fn generated(plan: &Plan, tool: &str) -> Vec<Part> {
     // A key always has a placeholder (`valid.rs`).
     out.text("Safe to retry: a repeat for the same ");
     out.list(&key);
-    out.text(" never runs it twice; it gets the first call's result");
-    out.text(", or IN_PROGRESS while that call runs.");
+    out.text(" never runs it twice; it gets the first call's result, or IN_PROGRESS while that call runs.");
     if !plan.compare_names.is_empty() {
         let compared: Vec<Part> = plan.compare_names.iter().map(|name| model_field(plan, name)).collect();
         out.text(" A repeat with a different ");
@@ -43,18 +42,17 @@ fn generated(plan: &Plan, tool: &str) -> Vec<Part> {
     out.text(&format!(" After a TIMEOUT or IN_PROGRESS, call {status} with the same "));
     out.list(&key);
     out.text(" instead of calling again.");
-    if let Some(approval) = &plan.approval {
-        match &approval.asks {
-            Asks::Always => out.text(" A person must approve each new action first"),
-            Asks::When(_) => {
-                let condition = plan.approval_condition.as_deref().unwrap_or_default();
-                out.text(&format!(" It needs a person's approval when {condition}"));
-            }
-            Asks::OverBudgetOnly => {}
+    let asks = match plan.approval.as_ref().map(|approval| &approval.asks) {
+        Some(Asks::Always) => Some("A person must approve each new action first".to_owned()),
+        Some(Asks::When(_)) => {
+            let condition = plan.approval_condition.as_deref().unwrap_or_default();
+            Some(format!("It needs a person's approval when {condition}"))
         }
-        if !matches!(approval.asks, Asks::OverBudgetOnly) {
-            out.text(&format!(": it then answers APPROVAL_REQUIRED, and {status} shows the decision."));
-        }
+        // `approval(over_budget)` alone: the budget's sentence says it.
+        Some(Asks::OverBudgetOnly) | None => None,
+    };
+    if let Some(asks) = asks {
+        out.text(&format!(" {asks}: it then answers APPROVAL_REQUIRED, and {status} shows the decision."));
     }
     if let Some(budget) = &plan.budget {
         out.text(" It is limited by ");
@@ -110,6 +108,11 @@ impl Paragraph {
             }
         }
     }
+}
+
+/// A key or compared field's name as text fixed at compile time: [`literal`]'s name for it.
+pub(crate) fn compile_time_name(plan: &Plan, name: &str) -> String {
+    literal(plan, &[model_field(plan, name)])
 }
 
 /// The paragraph as one literal, for the frameworks that take one (rig, ADK-Rust): each

@@ -73,14 +73,8 @@ pub(super) fn status_fn(
     let name = format_ident!("{}_status", sig.ident);
     let tool_name = sig.ident.to_string();
     // A leading space, as a `///` line has.
-    let fields: Vec<String> = plan
-        .key_fields
-        .iter()
-        .map(|field| match plan.json_names.paths.contains(&field.model_name) {
-            true => crate::json_names::given_path(&plan.json_names, &field.model_name),
-            false => field.model_name.clone(),
-        })
-        .collect();
+    let fields: Vec<String> =
+        plan.key_fields.iter().map(|field| super::paragraph::compile_time_name(plan, &field.model_name)).collect();
     let doc = format!(" {}", crate::docs::status_doc(&tool_name, plan.approval.is_some(), &fields.join(", ")));
     // rig reads (and removes) parameter doc comments: a rig status tool keeps them.
     let keep_docs = plan.framework == Framework::Rig;
