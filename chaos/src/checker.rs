@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::events::{Answer, Event, Line};
-use crate::ledger::{Ledger, Row};
+use serde_json::Value;
+
+use crate::ledger::{Effect, Ledger, Row};
 use crate::nemesis::{Fault, KILL_WORKER};
 use crate::tools::{APPROVAL_ABOVE, ORDERS_PER_TENANT, SHIP_LIMIT, Tool, tenant_of};
 
@@ -14,6 +16,10 @@ use crate::tools::{APPROVAL_ABOVE, ORDERS_PER_TENANT, SHIP_LIMIT, Tool, tenant_o
 /// effect yet, while the first call was alive past its lease; both sent, and the provider
 /// does not honour keys.
 pub const LIMIT_HOOK: &str = "refund: the reconcile hook found no effect while the first call, alive past its lease, had not sent it yet; the provider does not honour keys: a second effect";
+/// A key of the tool without a hook whose holder died mid-call: `OUTCOME_UNKNOWN` until a
+/// person decides (`idem resolve`), as documented; never a blind re-run.
+pub const LEFT_UNKNOWN: &str =
+    "ship (no reconcile hook): a key left OUTCOME_UNKNOWN for a person, its holder gone mid-call";
 /// The same on the tools whose provider honours the key: the second send was absorbed.
 pub const ABSORBED: &str = "charge, pay: a second send of one action, answered by the provider's key (one effect)";
 
@@ -131,53 +137,18 @@ fn check_action(action: &Action, final_pid: u32, limits: &mut BTreeMap<&'static 
             }
         }
     }
-    let ids: BTreeSet<i64> = action.effects.iter().map(|row| row.id).collect();
     let mut recorded: Option<i64> = None;
-    let starts: Vec<(i64, u32)> = action
-        .lines
-        .iter()
-        .filter_map(|line| match &line.event {
-            Event::Start { amount, .. } => Some((line.at_ms, *amount)),
-            _ => None,
-        })
-        .collect();
     for line in &action.lines {
         let Event::Answered { answer, amount, .. } = &line.event else { continue };
         let final_call = line.pid == final_pid;
         match answer {
             Answer::Ok { effect } | Answer::Status { effect: Some(effect), .. } => {
-                let Some(row) = action.effects.iter().find(|row| row.id == effect.id) else {
-                    found.push(format!(
-                        "told success with effect {}, which the provider never made ({ids:?})",
-                        effect.id
-                    ));
-                    continue;
-                };
-                if row.amount != effect.amount {
-                    found.push(format!("effect {} told as amount {}, made for {}", row.id, effect.amount, row.amount));
-                }
                 // A replay or a status read answers from the record: always the same one.
                 let from_record = effect.replayed || matches!(answer, Answer::Status { .. });
-                if from_record && *recorded.get_or_insert(effect.id) != effect.id {
-                    found.push(format!(
-                        "the record answered effect {} and effect {}",
-                        recorded.unwrap_or(0),
-                        effect.id
-                    ));
-                }
+                found.extend(check_success(action, effect, from_record.then_some(&mut recorded)));
             }
             Answer::Conflict { stored, requested } => {
-                let (stored, requested) = (stored.as_u64(), requested.as_u64());
-                let asked_before =
-                    starts.iter().any(|(at, sent)| *at <= line.at_ms && Some(u64::from(*sent)) == stored);
-                if requested != Some(u64::from(*amount)) || stored == requested || !asked_before {
-                    found.push(format!("a CONFLICT (stored {stored:?}, requested {requested:?}) for a call of {amount} that no earlier call explains"));
-                }
-                if let [only] = action.effects[..]
-                    && stored != Some(u64::from(only.amount))
-                {
-                    found.push(format!("a CONFLICT citing {stored:?}, but the effect was made for {}", only.amount));
-                }
+                found.extend(check_conflict(action, line.at_ms, *amount, stored, requested));
             }
             Answer::Refused { code } if final_call && !SETTLED.contains(&code.as_str()) => {
                 found.push(format!("{code} after the faults stopped and a lease passed"));
@@ -186,12 +157,55 @@ fn check_action(action: &Action, final_pid: u32, limits: &mut BTreeMap<&'static 
             Answer::Status { status, .. } if final_call && status == "in_progress" => {
                 found.push("status in_progress after the faults stopped and a lease passed (stuck)".into());
             }
+            Answer::Status { status, .. } if final_call && status == "unknown" => {
+                if action.tool == Tool::Ship {
+                    *limits.entry(LEFT_UNKNOWN).or_default() += 1;
+                } else {
+                    found.push("status unknown after a call that ran its reconcile hook".into());
+                }
+            }
             _ => {}
         }
     }
     let declined = action.tool == Tool::Pay && action.k.is_multiple_of(3);
     if let Some(row) = action.effects.iter().find(|row| declined && row.amount > APPROVAL_ABOVE) {
         found.push(format!("effect {} ran although its approval was declined", row.id));
+    }
+    found
+}
+
+/// A caller told success: the provider made that effect, for that amount; and where the
+/// answer came from the record, the record holds one result (`recorded`, the first seen).
+fn check_success(action: &Action, effect: &Effect, recorded: Option<&mut Option<i64>>) -> Option<String> {
+    let Some(row) = action.effects.iter().find(|row| row.id == effect.id) else {
+        let made: Vec<i64> = action.effects.iter().map(|row| row.id).collect();
+        return Some(format!("told success with effect {}, which the provider never made ({made:?})", effect.id));
+    };
+    if row.amount != effect.amount {
+        return Some(format!("effect {} told as amount {}, made for {}", row.id, effect.amount, row.amount));
+    }
+    let recorded = recorded?;
+    let first = *recorded.get_or_insert(effect.id);
+    (first != effect.id).then(|| format!("the record answered effect {first} and effect {}", effect.id))
+}
+
+/// A CONFLICT names this call's amount as requested, and as stored one that an earlier call
+/// sent (and that the effect, if any, was made for).
+fn check_conflict(action: &Action, at_ms: i64, amount: u32, stored: &Value, requested: &Value) -> Vec<String> {
+    let (stored, requested) = (stored.as_u64(), requested.as_u64());
+    let sent_before = action.lines.iter().any(|line| {
+        matches!(line.event, Event::Start { amount: sent, .. } if line.at_ms <= at_ms && Some(u64::from(sent)) == stored)
+    });
+    let mut found = Vec::new();
+    if requested != Some(u64::from(amount)) || stored == requested || !sent_before {
+        found.push(format!(
+            "a CONFLICT (stored {stored:?}, requested {requested:?}) for a call of {amount} that no earlier call explains"
+        ));
+    }
+    if let [only] = action.effects[..]
+        && stored != Some(u64::from(only.amount))
+    {
+        found.push(format!("a CONFLICT citing {stored:?}, but the effect was made for {}", only.amount));
     }
     found
 }
