@@ -14,6 +14,7 @@ mod ledger;
 mod nemesis;
 mod proxy;
 mod run;
+mod self_test;
 mod servers;
 mod tools;
 mod worker;
@@ -23,6 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--seconds N] [--workers W] \
 [--threads T] [--seed S] [--lying-hook] [--keep]
+       idem-chaos --self-test
 
   --store       the store to run on; `all` runs the three one after another (default: all)
   --seconds     how long the nemesis runs on each store (default: 45)
@@ -34,6 +36,8 @@ const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--se
   --lying-hook  the deliberately broken variant: refund's reconcile hook answers \"not done\"
                 without asking the provider. The checker must find anomalies.
   --keep        keep the run's directory (history, ledger, store files) even when it passes
+  --self-test   run the checker on made-up histories, each breaking one promise: every
+                check must fire, and a clean history must pass
 
 exit status: 0 no anomaly, 3 anomalies found, 2 bad arguments, 1 the harness failed";
 
@@ -83,6 +87,9 @@ pub fn jitter(max_ms: u64) -> u64 {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--self-test") {
+        return if self_test::main() { ExitCode::SUCCESS } else { ExitCode::from(3) };
+    }
     if args.first().map(String::as_str) == Some(worker::COMMAND) {
         worker::main(&args[1..]);
         return ExitCode::SUCCESS;

@@ -1,0 +1,205 @@
+//! `idem-chaos --self-test`: the checker against made-up histories, one broken promise each,
+//! so that every check is shown to fire (and a clean history to pass). The broken variant
+//! (`--lying-hook`) shows the same for a real run's second effects.
+
+use std::path::PathBuf;
+
+use crate::checker::{self, LIMIT_HOOK};
+use crate::events::{Answer, Event, Line};
+use crate::ledger::{Effect, Ledger};
+
+/// The run's own pid in the made-up histories: its calls are the final ones.
+const FINAL: u32 = 1;
+
+/// A worker's event. The worker is this process, which also writes the made-up ledger's
+/// effects (at the current time, after every event here but the last answers).
+fn line(at_ms: i64, event: Event) -> Line {
+    Line { pid: std::process::id(), at_ms, event }
+}
+
+fn start(at_ms: i64, action: &str, amount: u32) -> Line {
+    let tool = action.split(':').next().unwrap_or_default().to_owned();
+    line(at_ms, Event::Start { tool, action: action.into(), amount, thread: 0 })
+}
+
+fn enter(at_ms: i64, action: &str, amount: u32) -> Line {
+    let tool = action.split(':').next().unwrap_or_default().to_owned();
+    line(at_ms, Event::Enter { tool, action: action.into(), amount, thread: 0 })
+}
+
+fn answered(at_ms: i64, action: &str, amount: u32, answer: Answer) -> Line {
+    let tool = action.split(':').next().unwrap_or_default().to_owned();
+    line(at_ms, Event::Answered { tool, action: action.into(), amount, thread: 0, started_ms: at_ms, answer })
+}
+
+fn ok(effect: &Effect, replayed: bool) -> Answer {
+    Answer::Ok { effect: Effect { replayed, ..effect.clone() } }
+}
+
+fn refused(code: &str) -> Answer {
+    Answer::Refused { code: code.into() }
+}
+
+/// One made-up case: its ledger (built by `provider`) and history, and the words an anomaly
+/// must contain (`None`: there must be none).
+struct Case {
+    name: &'static str,
+    expect: Option<&'static str>,
+    history: fn(&Ledger) -> Vec<Line>,
+}
+
+const CASES: [Case; 11] = [
+    Case {
+        name: "a clean history",
+        expect: None,
+        history: |ledger| {
+            let effect = ledger.send("charge", "charge:o1", "charge:o1", 107, true);
+            vec![
+                start(1, "charge:o1", 107),
+                enter(2, "charge:o1", 107),
+                answered(3, "charge:o1", 107, ok(&effect, false)),
+                start(4, "charge:o1", 108),
+                answered(5, "charge:o1", 108, Answer::Conflict { stored: 107.into(), requested: 108.into() }),
+            ]
+        },
+    },
+    Case {
+        name: "a second effect",
+        expect: Some("a second effect"),
+        history: |ledger| {
+            ledger.send("ship", "ship:o1", "ship:o1", 2, false);
+            ledger.send("ship", "ship:o1", "ship:o1", 2, false);
+            vec![start(1, "ship:o1", 2), enter(2, "ship:o1", 2), enter(3, "ship:o1", 2)]
+        },
+    },
+    Case {
+        name: "success without an effect",
+        expect: Some("never made"),
+        history: |_| {
+            vec![
+                start(1, "charge:o1", 107),
+                answered(2, "charge:o1", 107, ok(&Effect { id: 99, amount: 107, replayed: false }, false)),
+            ]
+        },
+    },
+    Case {
+        name: "two recorded results",
+        expect: Some("the record answered"),
+        history: |ledger| {
+            let first = ledger.send("ship", "ship:o1", "ship:o1", 2, false);
+            let second = ledger.send("ship", "ship:o1", "ship:o1", 2, false);
+            vec![
+                start(1, "ship:o1", 2),
+                answered(2, "ship:o1", 2, ok(&first, true)),
+                answered(3, "ship:o1", 2, ok(&second, true)),
+            ]
+        },
+    },
+    Case {
+        name: "a CONFLICT no call explains",
+        expect: Some("no earlier call explains"),
+        history: |_| {
+            vec![
+                start(1, "charge:o1", 107),
+                answered(2, "charge:o1", 107, Answer::Conflict { stored: 150.into(), requested: 107.into() }),
+            ]
+        },
+    },
+    Case {
+        name: "an unexpected answer",
+        expect: Some("an unexpected RECORD_UNREADABLE"),
+        history: |_| vec![start(1, "charge:o1", 107), answered(2, "charge:o1", 107, refused("RECORD_UNREADABLE"))],
+    },
+    Case {
+        name: "a key stuck in progress",
+        expect: Some("after the faults stopped"),
+        history: |_| {
+            vec![
+                start(1, "charge:o1", 107),
+                Line { pid: FINAL, ..answered(2, "charge:o1", 107, refused("IN_PROGRESS")) },
+            ]
+        },
+    },
+    Case {
+        name: "a budget overspent",
+        expect: Some("over its budget"),
+        history: |ledger| {
+            (0..7)
+                .flat_map(|k| {
+                    let action = format!("ship:o{k}");
+                    ledger.send("ship", &action, &action, 2, false);
+                    [start(k, &action, 2)]
+                })
+                .collect()
+        },
+    },
+    Case {
+        name: "two approval requests",
+        expect: Some("2 approval requests"),
+        history: |ledger| {
+            ledger.notified("pay:o1");
+            ledger.notified("pay:o1");
+            vec![start(1, "pay:o1", 737)]
+        },
+    },
+    Case {
+        name: "a declined payment made",
+        expect: Some("although its approval was declined"),
+        history: |ledger| {
+            let effect = ledger.send("pay", "pay:o3", "pay:o3", 711, true);
+            vec![start(1, "pay:o3", 711), answered(2, "pay:o3", 711, ok(&effect, false))]
+        },
+    },
+    Case {
+        name: "the documented limit",
+        expect: None,
+        history: |ledger| {
+            // The first call's body began (1) and was paused; a taker's hook found nothing (3)
+            // and sent (effect a); the first call woke up and sent too (effect b).
+            let a = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
+            let b = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
+            let hook = Event::Hook {
+                tool: "refund".into(),
+                action: "refund:o1".into(),
+                answer: "not done".into(),
+                asked_ms: 3,
+                ledger_seen: a.id - 1,
+                thread: 0,
+            };
+            vec![
+                start(0, "refund:o1", 11),
+                enter(1, "refund:o1", 11),
+                start(2, "refund:o1", 11),
+                line(3, hook),
+                answered(i64::MAX - 1, "refund:o1", 11, ok(&a, false)),
+                answered(i64::MAX, "refund:o1", 11, ok(&b, false)),
+            ]
+        },
+    },
+];
+
+pub fn main() -> bool {
+    let mut passed = true;
+    for case in &CASES {
+        let dir =
+            PathBuf::from(format!("/tmp/idem-chaos-self-test-{}-{}", std::process::id(), case.name.replace(' ', "-")));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let ledger = Ledger::at(&dir);
+        ledger.create();
+        let lines = (case.history)(&ledger);
+        let report = checker::check(&lines, &ledger, &[], FINAL);
+        let found = report.anomalies.join("\n");
+        let right = match case.expect {
+            None => report.anomalies.is_empty(),
+            Some(words) => found.contains(words),
+        };
+        let limit = if case.name == "the documented limit" { report.limits.get(LIMIT_HOOK) == Some(&1) } else { true };
+        println!("{} {}", if right && limit { "ok  " } else { "FAIL" }, case.name);
+        if !(right && limit) {
+            println!("  expected {:?}, found:\n{found}", case.expect);
+            passed = false;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    passed
+}
