@@ -20,6 +20,10 @@ pub const LIMIT_HOOK: &str = "refund: the reconcile hook found no effect while t
 /// person decides (`idem resolve`), as documented; never a blind re-run.
 pub const LEFT_UNKNOWN: &str =
     "ship (no reconcile hook): a key left OUTCOME_UNKNOWN for a person, its holder gone mid-call";
+/// A key of a tool with a hook that no caller could take over: the abandoned call sent
+/// other compared values than every later caller, who got CONFLICT (the action with the
+/// first values may have happened), so no hook ran and the key waits for a person.
+pub const UNKNOWN_BEHIND_CONFLICT: &str = "charge, pay, refund: a key left OUTCOME_UNKNOWN behind a CONFLICT: its abandoned call sent another amount than every later caller, so no hook ran";
 /// The same on the tools whose provider honours the key: the second send was absorbed.
 pub const ABSORBED: &str = "charge, pay: a second send of one action, answered by the provider's key (one effect)";
 
@@ -112,7 +116,7 @@ pub fn check(lines: &[Line], ledger: &Ledger, faults: &[Fault], final_pid: u32) 
         }
     }
     for fault in faults {
-        let kind = match fault.kind {
+        let kind = match fault.kind.as_str() {
             KILL_WORKER => format!("{KILL_WORKER}: {}", where_killed(lines, &effects, fault)),
             kind => kind.to_owned(),
         };
@@ -138,9 +142,11 @@ fn check_action(action: &Action, final_pid: u32, limits: &mut BTreeMap<&'static 
         }
     }
     let mut recorded: Option<i64> = None;
+    let mut final_conflict = false;
     for line in &action.lines {
         let Event::Answered { answer, amount, .. } = &line.event else { continue };
         let final_call = line.pid == final_pid;
+        final_conflict |= final_call && matches!(answer, Answer::Conflict { .. });
         match answer {
             Answer::Ok { effect } | Answer::Status { effect: Some(effect), .. } => {
                 // A replay or a status read answers from the record: always the same one.
@@ -160,6 +166,8 @@ fn check_action(action: &Action, final_pid: u32, limits: &mut BTreeMap<&'static 
             Answer::Status { status, .. } if final_call && status == "unknown" => {
                 if action.tool == Tool::Ship {
                     *limits.entry(LEFT_UNKNOWN).or_default() += 1;
+                } else if final_conflict {
+                    *limits.entry(UNKNOWN_BEHIND_CONFLICT).or_default() += 1;
                 } else {
                     found.push("status unknown after a call that ran its reconcile hook".into());
                 }

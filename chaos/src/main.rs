@@ -25,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--seconds N] [--workers W] \
 [--threads T] [--seed S] [--lying-hook] [--keep]
        idem-chaos --self-test
+       idem-chaos --check DIR
 
   --store       the store to run on; `all` runs the three one after another (default: all)
   --seconds     how long the nemesis runs on each store (default: 45)
@@ -36,6 +37,7 @@ const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--se
   --lying-hook  the deliberately broken variant: refund's reconcile hook answers \"not done\"
                 without asking the provider. The checker must find anomalies.
   --keep        keep the run's directory (history, ledger, store files) even when it passes
+  --check DIR   check a kept run's files again (after a change to the checker)
   --self-test   run the checker on made-up histories, each breaking one promise: every
                 check must fire, and a clean history must pass
 
@@ -87,6 +89,11 @@ pub fn jitter(max_ms: u64) -> u64 {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, dir] = &args[..]
+        && flag == "--check"
+    {
+        return run::check_again(std::path::Path::new(dir));
+    }
     if args.first().map(String::as_str) == Some("--self-test") {
         return if self_test::main() { ExitCode::SUCCESS } else { ExitCode::from(3) };
     }

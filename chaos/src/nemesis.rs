@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fleet::{self, Fleet};
 use crate::proxy::{Mode, Proxy};
@@ -16,10 +16,10 @@ use crate::servers::Server;
 use crate::{Rng, now_ms};
 
 /// One fault, as the report and the checker read it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Fault {
     pub at_ms: i64,
-    pub kind: &'static str,
+    pub kind: String,
     /// The worker it hit, for the worker faults.
     pub pid: Option<u32>,
     pub for_ms: u64,
@@ -77,7 +77,7 @@ pub fn run(seed: u64, seconds: u64, targets: Targets<'_>) -> Vec<Fault> {
         let (choice, slot, length) = (rng.below(100), rng.below(fleet.len() as u64) as usize, rng.below(1000));
         let store_fault = rng.below(6);
         let at_ms = now_ms();
-        let mut record = |kind, pid, for_ms| faults.push(Fault { at_ms, kind, pid, for_ms });
+        let mut record = |kind: &str, pid, for_ms| faults.push(Fault { at_ms, kind: kind.to_owned(), pid, for_ms });
         if choice < 30 {
             let pid = fleet.kill(slot);
             record(KILL_WORKER, Some(pid), 0);

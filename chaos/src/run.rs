@@ -126,11 +126,35 @@ fn run_store(options: &Options, kind: Kind) -> (Report, PathBuf) {
         }
         Kind::Redis => drive(&Tools { store: worker::redis(&direct) }, options, setup, &mut server, proxy.as_ref()),
     };
-    let lines = events::read_all(&dir);
-    let mut report = checker::check(&lines, &ledger, &faults, std::process::id());
-    report.anomalies.extend(crashed);
     server.remove();
+    // What `--check DIR` needs to check the run again: the faults, and whose calls were final.
+    let faults_text: String =
+        faults.iter().map(|fault| serde_json::to_string(fault).expect("a fault") + "\n").collect();
+    std::fs::write(dir.join("faults.jsonl"), faults_text).expect("the faults are written");
+    std::fs::write(dir.join("run.json"), serde_json::json!({ "final_pid": std::process::id() }).to_string())
+        .expect("the run's description is written");
+    let mut report = checker::check(&events::read_all(&dir), &ledger, &faults, std::process::id());
+    report.anomalies.extend(crashed);
     (report, dir)
+}
+
+/// `--check DIR`: the checker again, on a run's kept files (after a change to the checker).
+pub fn check_again(dir: &Path) -> ExitCode {
+    let lines = events::read_all(dir);
+    let final_pid = std::fs::read_to_string(dir.join("run.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok()?["final_pid"].as_u64())
+        // A run kept before run.json existed: the run's own calls come after every worker stopped.
+        .map_or_else(|| lines.last().map_or(0, |line| line.pid), |pid| pid as u32);
+    let faults: Vec<Fault> = std::fs::read_to_string(dir.join("faults.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a fault"))
+        .collect();
+    let report = checker::check(&lines, &Ledger::at(dir), &faults, final_pid);
+    println!("idem-chaos: {} checked again ({} faults on record)", dir.display(), faults.len());
+    print_report(&report, "");
+    if report.anomalies.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) }
 }
 
 /// The run on one store, with `tools` on a direct connection for the approver and the
@@ -234,6 +258,10 @@ fn settle<S: Store + BudgetStore>(tools: &Tools<S>, dir: &Path) {
 
 fn print(kind: Kind, options: &Options, report: &Report, took: Duration) {
     println!("\n== {} ({:.0} s, seed {})", kind.name(), took.as_secs_f64(), options.seed);
+    print_report(report, &format!(" (seed {})", options.seed));
+}
+
+fn print_report(report: &Report, seed: &str) {
     println!("  operations: {}", report.operations);
     println!("  answers:");
     for (answer, count) in &report.answers {
@@ -248,12 +276,12 @@ fn print(kind: Kind, options: &Options, report: &Report, took: Duration) {
     for (fault, count) in &report.faults {
         println!("    {count:>7}  {fault}");
     }
-    println!("  where idem alone cannot promise (RELIABILITY.md):");
+    println!("  where idem alone cannot promise, or leaves a key to a person (RELIABILITY.md):");
     for (limit, count) in &report.limits {
         println!("    {count:>7}  {limit}");
     }
     println!("  anomalies: {}", report.anomalies.len());
     for anomaly in &report.anomalies {
-        println!("  ANOMALY (seed {}) {anomaly}", options.seed);
+        println!("  ANOMALY{seed} {anomaly}");
     }
 }

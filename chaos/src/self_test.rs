@@ -48,7 +48,7 @@ struct Case {
     history: fn(&Ledger) -> Vec<Line>,
 }
 
-const CASES: [Case; 11] = [
+const CASES: [Case; 13] = [
     Case {
         name: "a clean history",
         expect: None,
@@ -148,6 +148,34 @@ const CASES: [Case; 11] = [
         history: |ledger| {
             let effect = ledger.send("pay", "pay:o3", "pay:o3", 711, true);
             vec![start(1, "pay:o3", 711), answered(2, "pay:o3", 711, ok(&effect, false))]
+        },
+    },
+    Case {
+        name: "a key unknown after its hook could run",
+        expect: Some("status unknown after a call"),
+        history: |_| {
+            let unknown = Answer::Status { status: "unknown".into(), effect: None };
+            vec![
+                start(1, "charge:o1", 107),
+                enter(2, "charge:o1", 107),
+                Line { pid: FINAL, ..answered(3, "charge:o1", 107, refused("OUTCOME_UNKNOWN")) },
+                Line { pid: FINAL, ..answered(4, "charge:o1", 0, unknown) },
+            ]
+        },
+    },
+    Case {
+        name: "a key unknown behind a CONFLICT",
+        expect: None,
+        history: |_| {
+            let conflict = Answer::Conflict { stored: 108.into(), requested: 107.into() };
+            let unknown = Answer::Status { status: "unknown".into(), effect: None };
+            vec![
+                start(1, "charge:o1", 108),
+                enter(2, "charge:o1", 108),
+                start(3, "charge:o1", 107),
+                Line { pid: FINAL, ..answered(4, "charge:o1", 107, conflict) },
+                Line { pid: FINAL, ..answered(5, "charge:o1", 0, unknown) },
+            ]
         },
     },
     Case {
