@@ -377,7 +377,32 @@
 //! | [`Reconciled::NotDone`] | still held by this caller | the body runs now, under the key |
 //! | [`Reconciled::Unknown`] | stays abandoned, to be reconciled again by a later call | `OUTCOME_UNKNOWN` |
 //!
-//! Only one caller reconciles a key at a time; the others get `IN_PROGRESS` meanwhile.
+//! Only one caller reconciles a key at a time; the others get `IN_PROGRESS` meanwhile. Only
+//! a call of the same action takes a key over: a caller whose compared fields differ from
+//! the abandoned call's gets `CONFLICT` (that other action may have happened), so a key
+//! abandoned by a call with other values stays `OUTCOME_UNKNOWN` until a call with its
+//! values comes, or a person decides (`idem resolve`).
+//!
+//! **What a hook cannot tell: a dead call from a paused one.** A lease ends when its call
+//! stops renewing it, and a call that is alive can stop too: its process stopped (`SIGSTOP`,
+//! a VM paused, a long stall), or cut off from the store (a network partition, a
+//! frozen store server) for longer than the lease. The hook then asks the provider, which
+//! has nothing yet, because the paused call has not sent its effect; `NotDone` runs the
+//! body again, and when the paused call wakes up it sends too. Its completion is fenced
+//! (the key's record keeps the second run's result), but its effect is already out. So
+//! `NotDone` is safe in one of two ways:
+//!
+//! - the provider honours the key you send with [`current_key()`](current_key) (as Stripe
+//!   does): the paused call's late send returns the first effect instead of making a second;
+//! - or the lease is longer than any pause your deployment can have, so a call past it is
+//!   dead.
+//!
+//! With a provider that does not honour keys and leases that pauses can outlast, answer
+//! [`Reconciled::Unknown`] when the provider has nothing, and let a person decide (`idem
+//! resolve`). The repository's chaos run (RELIABILITY.md) shows this case. There, 4 worker
+//! processes are paused past a 1 s lease 172 times in ten minutes. On a provider that does
+//! not honour keys, such a hook let 1-4 actions per store happen twice; where the provider
+//! honours the key, the same race happened 0-8 times and no action happened twice.
 //!
 //! ## Return types
 //!
@@ -545,7 +570,8 @@
 //! tool's body) and sends it to a provider that accepts idempotency keys, as Stripe does; a
 //! multi-step tool sends one key per step, [`Key::step`]: `key.step("email")` gives
 //! `invoice-email:acme:2026-10` (a template that starts with a placeholder gets `email:` in
-//! front). Then even a lost idem record cannot make the provider act twice.
+//! front). Then even a lost idem record cannot make the provider act twice, nor a call
+//! that was paused past its lease and taken over by a `reconcile` hook ([Errors](#errors)).
 //!
 //! ```
 //! use std::sync::LazyLock;

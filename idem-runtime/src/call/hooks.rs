@@ -46,6 +46,11 @@ pub enum Reconciled<T> {
     /// caller gets it as a replay.
     Done(T),
     /// The action did not happen: the caller runs the body now, under the key.
+    ///
+    /// "The provider has no effect" means "not done" only if the abandoned call is dead: a
+    /// call paused past its lease may still send its effect. Answer this only where the
+    /// provider honours the key the body sends, or where no pause outlasts the lease; see
+    /// the crate docs' [Errors](https://docs.rs/idem-tools/latest/idem/index.html#errors).
     NotDone,
     /// Nobody can tell: the caller gets OUTCOME_UNKNOWN and the key stays abandoned, to be
     /// reconciled again by a later call.
