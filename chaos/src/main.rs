@@ -4,7 +4,7 @@
 //! then a checker reads every answer and the provider's ledger. See RELIABILITY.md.
 //!
 //! ```sh
-//! cargo run -p idem-chaos -- --store all --seconds 45
+//! cargo run -p idem-chaos -- --store all --seconds 60
 //! ```
 
 mod checker;
@@ -28,7 +28,7 @@ const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--se
        idem-chaos --check DIR
 
   --store       the store to run on; `all` runs the three one after another (default: all)
-  --seconds     how long the nemesis runs on each store (default: 45)
+  --seconds     how long the nemesis runs on each store (default: 60)
   --workers     worker processes (default: 4)
   --threads     calling threads per worker (default: 3)
   --seed        the run's seed, printed at its start: the same seed gives the same faults at

@@ -38,7 +38,7 @@ impl Options {
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options {
             stores: vec![Kind::Sqlite, Kind::Postgres, Kind::Redis],
-            seconds: 45,
+            seconds: 60,
             workers: 4,
             threads: 3,
             seed: crate::now_ms() as u64,
@@ -82,19 +82,20 @@ pub fn main(options: &Options) -> ExitCode {
         options.threads,
         if options.lying_hook { ", refund's hook lying (the broken variant)" } else { "" }
     );
-    let mut anomalies = 0;
+    let (mut anomalies, mut faults) = (0, 0);
     for &kind in &options.stores {
         let started = Instant::now();
         let (report, dir) = run_store(options, kind);
         print(kind, options, &report, started.elapsed());
         anomalies += report.anomalies.len();
+        faults += report.faults.values().sum::<usize>();
         if report.anomalies.is_empty() && !options.keep {
             let _ = std::fs::remove_dir_all(&dir);
         } else {
             println!("  the run's files are in {}", dir.display());
         }
     }
-    println!("idem-chaos: {anomalies} anomalies in all (seed {})", options.seed);
+    println!("idem-chaos: {anomalies} anomalies in all, after {faults} faults (seed {})", options.seed);
     if anomalies == 0 { ExitCode::SUCCESS } else { ExitCode::from(3) }
 }
 
