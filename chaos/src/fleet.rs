@@ -56,7 +56,7 @@ impl Fleet {
         let number = self.started;
         self.started += 1;
         Command::new(std::env::current_exe().expect("this binary"))
-            .args(self.setup.args(number))
+            .args(Setup { number, ..self.setup.clone() }.args())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()

@@ -76,13 +76,14 @@ pub struct Setup {
     pub start_ms: i64,
     pub seed: u64,
     pub lying_hook: bool,
-    /// Which worker of the run this is (0, 1, ...; a restarted one gets the next number).
+    /// Which worker of the run this is (0, 1, ...; a restarted one gets the next number),
+    /// so that its calls are chosen from the seed.
     pub number: u64,
 }
 
 impl Setup {
-    /// The command line of worker `number`.
-    pub fn args(&self, number: u64) -> Vec<String> {
+    /// The worker's command line.
+    pub fn args(&self) -> Vec<String> {
         vec![
             COMMAND.into(),
             self.kind.name().into(),
@@ -92,7 +93,7 @@ impl Setup {
             self.start_ms.to_string(),
             self.seed.to_string(),
             u8::from(self.lying_hook).to_string(),
-            number.to_string(),
+            self.number.to_string(),
         ]
     }
 
