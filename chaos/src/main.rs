@@ -41,7 +41,7 @@ const USAGE: &str = "usage: idem-chaos [--store sqlite|postgres|redis|all] [--se
   --self-test   run the checker on made-up histories, each breaking one promise: every
                 check must fire, and a clean history must pass
 
-exit status: 0 no anomaly, 3 anomalies found, 2 bad arguments, 1 the harness failed";
+exit status: 0 no anomaly, 3 anomalies found, 2 bad arguments, 101 the harness failed (a panic)";
 
 /// Milliseconds since the Unix epoch: every process of a run is on this machine, so their
 /// times compare.
