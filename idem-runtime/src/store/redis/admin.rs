@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::RedisStore;
-use super::fields::{self, namespace_prefix, record_key, running_index, settled_index};
+use super::fields;
 use super::io::block_on;
 use super::scripts::SCRIPTS;
 use crate::store::admin::selects;
@@ -18,23 +18,25 @@ impl RedisStore {
     /// first, and the server's time they were read at.
     async fn hashes(&self, namespace: Option<&str>) -> Result<(i64, Vec<HashMap<String, String>>), StoreError> {
         const BATCH: usize = 1000;
-        let wanted = namespace.map(|namespace| namespace_prefix(&self.prefix, namespace));
         let (mut found, mut now) = (Vec::new(), None);
-        for index in [running_index(&self.prefix), settled_index(&self.prefix)] {
-            let mut offset = 0;
-            loop {
-                let names = self.index_range(&index, offset, BATCH).await?;
-                offset += names.len();
-                let batch = names.len();
-                let names: Vec<String> = names
-                    .into_iter()
-                    .filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)))
-                    .collect();
-                let (read_at, hashes) = self.read_keys("list", names).await?;
-                now.get_or_insert(read_at);
-                found.extend(hashes.into_iter().filter(|hash| hash.contains_key("state")));
-                if batch < BATCH {
-                    break;
+        for shard in 0..self.keys.shards() {
+            let wanted = namespace.map(|namespace| self.keys.namespace_prefix(shard, namespace));
+            for index in [self.keys.running(shard), self.keys.settled(shard)] {
+                let mut offset = 0;
+                loop {
+                    let names = self.index_range(shard, &index, offset, BATCH).await?;
+                    offset += names.len();
+                    let batch = names.len();
+                    let names: Vec<String> = names
+                        .into_iter()
+                        .filter(|name| wanted.as_ref().is_none_or(|wanted| name.starts_with(wanted)))
+                        .collect();
+                    let (read_at, hashes) = self.read_keys("list", shard, names).await?;
+                    now.get_or_insert(read_at);
+                    found.extend(hashes.into_iter().filter(|hash| hash.contains_key("state")));
+                    if batch < BATCH {
+                        break;
+                    }
                 }
             }
         }
@@ -58,15 +60,16 @@ impl RedisStore {
     /// Plants a record in `state` for the conformance suite's unknown-state check.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn plant_record(&self, id: RecordId<'_>, state: &str) -> Result<(), StoreError> {
+        let (shard, record) = self.keys.record(id);
         let mut command = redis::cmd("HSET");
-        command.arg(record_key(&self.prefix, id)).arg("state").arg(state).arg("token").arg(1).arg("request").arg("{}");
+        command.arg(&record).arg("state").arg(state).arg("token").arg(1).arg("request").arg("{}");
         command.arg("created").arg(0).arg("updated").arg(0).arg("ns").arg(id.namespace).arg("key").arg(id.key);
         let mut index = redis::cmd("ZADD");
-        index.arg(running_index(&self.prefix)).arg(0).arg(record_key(&self.prefix, id));
-        block_on(super::io::run(&self.io, &self.link, "plant", move |mut connection| async move {
-            command.exec_async(&mut connection).await?;
-            index.exec_async(&mut connection).await
-        }))
+        index.arg(self.keys.running(shard)).arg(0).arg(&record);
+        block_on(async {
+            self.command::<()>("plant", shard, command).await?;
+            self.command("plant", shard, index).await
+        })
     }
 }
 
@@ -114,9 +117,10 @@ impl Admin for RedisStore {
     }
 
     fn reopen(&self, id: RecordId<'_>) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.reopen.key(record_key(&self.prefix, id));
-        invocation.key(running_index(&self.prefix)).key(settled_index(&self.prefix));
-        block_on(self.fenced_unless_done("reopen", invocation))
+        let (shard, record) = self.keys.record(id);
+        let mut invocation = SCRIPTS.reopen.key(record);
+        invocation.key(self.keys.running(shard)).key(self.keys.settled(shard));
+        block_on(self.fenced_unless_done("reopen", shard, invocation))
     }
 
     fn budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {

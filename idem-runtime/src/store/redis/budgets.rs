@@ -7,7 +7,7 @@
 use redis::Value;
 
 use super::RedisStore;
-use super::fields::{self, legacy_window_prefix, window_key, window_prefix, windows_index};
+use super::fields;
 use super::scripts::SCRIPTS;
 use crate::store::budget::{
     Adjustment, BudgetChange, BudgetQuery, BudgetWindow, Charge, check_adjustment, uncountable_raise,
@@ -24,22 +24,32 @@ impl BudgetStore for RedisStore {
 impl RedisStore {
     /// The windows `query` selects, newest first: [`Admin::budgets`](crate::store::Admin::budgets).
     pub(super) async fn list_budgets(&self, query: &BudgetQuery<'_>) -> Result<Vec<BudgetWindow>, StoreError> {
-        let index = windows_index(&self.prefix);
-        let mut members = redis::cmd("SMEMBERS");
-        members.arg(index);
-        let names: Vec<String> = super::io::run(&self.io, &self.link, "budgets", move |mut connection| async move {
-            members.query_async(&mut connection).await
-        })
-        .await?;
-        // Only the windows of the budget (and scope) asked for, by their names (an older
-        // version's windows by theirs).
-        let wanted = query.budget.map(|budget| {
-            [window_prefix(&self.prefix, budget, query.scope), legacy_window_prefix(&self.prefix, budget, query.scope)]
-        });
-        let names = names
-            .into_iter()
-            .filter(|name| wanted.as_ref().is_none_or(|wanted| wanted.iter().any(|wanted| name.starts_with(wanted))));
-        let (now, hashes) = self.read_keys("budgets", names.collect()).await?;
+        // A budget's windows of one scope are in one shard; else every shard has some.
+        let shards = match (query.budget, query.scope) {
+            (Some(budget), Some(scope)) => vec![self.keys.window_shard(budget, scope)],
+            _ => (0..self.keys.shards()).collect(),
+        };
+        let mut hashes = Vec::new();
+        let mut now = 0;
+        for shard in shards {
+            let mut members = redis::cmd("SMEMBERS");
+            members.arg(self.keys.windows(shard));
+            let names: Vec<String> = self.command("budgets", shard, members).await?;
+            // Only the windows of the budget (and scope) asked for, by their names (an older
+            // version's windows by theirs).
+            let wanted = query.budget.map(|budget| {
+                [
+                    self.keys.window_prefix(shard, budget, query.scope),
+                    self.keys.legacy_window_prefix(budget, query.scope),
+                ]
+            });
+            let names = names.into_iter().filter(|name| {
+                wanted.as_ref().is_none_or(|wanted| wanted.iter().any(|wanted| name.starts_with(wanted)))
+            });
+            let (read_at, found) = self.read_keys("budgets", shard, names.collect()).await?;
+            now = read_at;
+            hashes.extend(found);
+        }
         let mut listed = Vec::new();
         for found in hashes.iter().filter(|found| !found.is_empty()) {
             let window = fields::window(found, ("", ""), 0, 1, 0)?;
@@ -64,10 +74,14 @@ impl RedisStore {
             BudgetChange::Raise(by) => ("raise", by),
             BudgetChange::Reset => ("reset", 0),
         };
-        let mut invocation = SCRIPTS.adjust.key(window_key(&self.prefix, budget, scope, start_ms));
-        invocation.key(format!("{}{start_ms}", legacy_window_prefix(&self.prefix, budget, Some(scope))));
+        let (shard, window) = self.keys.window(budget, scope, start_ms);
+        let mut invocation = SCRIPTS.adjust.key(window.clone());
+        invocation.key(match self.keys.cluster {
+            true => window,
+            false => format!("{}{start_ms}", self.keys.legacy_window_prefix(budget, Some(scope))),
+        });
         invocation.arg(kind).arg(by).arg(adjustment.by).arg(adjustment.note);
-        match self.script("adjust budget", invocation).await? {
+        match self.script("adjust budget", shard, invocation).await? {
             Value::Array(items) if items.is_empty() => Err(StoreError::Fenced),
             Value::BulkString(text) if text == b"uncountable" => Err(uncountable_raise(by)),
             reply => fields::window(&fields::hash(fields::texts(reply)?), (budget, scope), start_ms, 1, 0),

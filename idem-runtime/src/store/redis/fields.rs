@@ -7,63 +7,141 @@ use redis::Value;
 use crate::store::budget::{Adjusted, BudgetChange, BudgetWindow, change_text};
 use crate::store::{Record, RecordId, RecordState, StoreError, Token};
 
-/// The name of a record's hash: `<prefix>:r:<namespace length>:<namespace>:<key>`. The
-/// length keeps names unambiguous whatever the namespace holds, and a namespace's records
-/// share a name prefix that `SCAN` can match.
-pub(super) fn record_key(prefix: &str, id: RecordId<'_>) -> String {
-    format!("{}{}", namespace_prefix(prefix, id.namespace), id.key)
+/// How many shards a store on a Redis Cluster spreads its records and budget windows over.
+/// Every key of shard `n` carries the hash tag `{n}`, so a shard is one hash slot and a
+/// script that touches one shard's keys runs on one node. 64 spreads the store over up
+/// to 64 primaries (about 21 shards each on three), keeps any one slot to 1/64 of the
+/// records, and keeps what the operator's listing reads per index to 64 small sorted sets.
+/// It is part of the key layout: changing it would strand the records already written.
+pub(super) const CLUSTER_SHARDS: usize = 64;
+
+/// The names of a store's keys: on one server, every key starts with the prefix (the
+/// layout of every earlier version); on a cluster, with `<prefix>:{<shard>}`.
+#[derive(Debug, Clone)]
+pub(super) struct Keys {
+    pub(super) prefix: String,
+    pub(super) cluster: bool,
 }
 
-/// What every record key of `namespace` starts with.
-pub(super) fn namespace_prefix(prefix: &str, namespace: &str) -> String {
-    format!("{prefix}:r:{}:{namespace}:", namespace.len())
-}
-
-/// The store's marker, which a tool's first connection writes and the `idem` command
-/// looks for.
-pub(super) fn marker_key(prefix: &str) -> String {
-    format!("{prefix}:store")
-}
-
-/// The index of in-progress records: a sorted set of their names, by reservation time.
-pub(super) fn running_index(prefix: &str) -> String {
-    format!("{prefix}:running")
-}
-
-/// The index of settled records: a sorted set of their names, by the end of their
-/// retention. The settling script takes off what Redis expired, so it does not grow
-/// without a purge.
-pub(super) fn settled_index(prefix: &str) -> String {
-    format!("{prefix}:settled")
-}
-
-/// The operator's index of budget windows: a set of their names.
-pub(super) fn windows_index(prefix: &str) -> String {
-    format!("{prefix}:budgets")
-}
-
-/// A budget window's hash: `<prefix>:b:<budget length>:<budget>:<scope length>:<scope>:<start>`
-/// (`idem:b:7:refunds:0::1767225600000`), text an operator can read and type; the lengths
-/// keep names unambiguous whatever a budget or scope holds, as in records' names.
-pub(super) fn window_key(prefix: &str, budget: &str, scope: &str, start_ms: i64) -> String {
-    format!("{}{start_ms}", window_prefix(prefix, budget, Some(scope)))
-}
-
-/// What the names of `budget`'s windows (of `scope`, if given) start with.
-pub(super) fn window_prefix(prefix: &str, budget: &str, scope: Option<&str>) -> String {
-    match scope {
-        Some(scope) => format!("{prefix}:b:{}:{budget}:{}:{scope}:", budget.len(), scope.len()),
-        None => format!("{prefix}:b:{}:{budget}:", budget.len()),
+impl Keys {
+    /// How many shards the store has: 1 on one server.
+    pub(super) fn shards(&self) -> usize {
+        if self.cluster { CLUSTER_SHARDS } else { 1 }
     }
-}
 
-/// [`window_prefix`] as this store wrote it before its names were readable, with NUL bytes
-/// (`<prefix>:b:<budget>\0<scope>\0<start>`): a window an older version created keeps that
-/// name until it expires, so the scripts charge, refund and adjust it under it.
-pub(super) fn legacy_window_prefix(prefix: &str, budget: &str, scope: Option<&str>) -> String {
-    match scope {
-        Some(scope) => format!("{prefix}:b:{budget}\0{scope}\0"),
-        None => format!("{prefix}:b:{budget}\0"),
+    /// What every key of `shard` starts with.
+    fn base(&self, shard: usize) -> String {
+        match self.cluster {
+            true => format!("{}:{{{shard}}}", self.prefix),
+            false => self.prefix.clone(),
+        }
+    }
+
+    /// The shard of a name (a record's, a budget's and scope's): FNV-1a, a hash that never
+    /// changes between versions, as the names it places must not.
+    fn shard_of(&self, name: &str) -> usize {
+        if !self.cluster {
+            return 0;
+        }
+        let hash = name
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+        (hash % CLUSTER_SHARDS as u64) as usize
+    }
+
+    /// A record's shard, and the name of its hash:
+    /// `<prefix>:r:<namespace length>:<namespace>:<key>` (on a cluster `<prefix>:{<shard>}:r:...`).
+    /// The length keeps names unambiguous whatever the namespace holds.
+    pub(super) fn record(&self, id: RecordId<'_>) -> (usize, String) {
+        let name = format!("{}:{}:{}", id.namespace.len(), id.namespace, id.key);
+        let shard = self.shard_of(&name);
+        (shard, format!("{}:r:{name}", self.base(shard)))
+    }
+
+    /// What every record key of `namespace` in `shard` starts with.
+    pub(super) fn namespace_prefix(&self, shard: usize, namespace: &str) -> String {
+        format!("{}:r:{}:{namespace}:", self.base(shard), namespace.len())
+    }
+
+    /// The store's marker, which a tool's first connection writes and the `idem` command
+    /// looks for; in shard 0.
+    pub(super) fn marker(&self) -> String {
+        format!("{}:store", self.base(0))
+    }
+
+    /// The index of a shard's in-progress records: a sorted set of their names, by
+    /// reservation time.
+    pub(super) fn running(&self, shard: usize) -> String {
+        format!("{}:running", self.base(shard))
+    }
+
+    /// The index of a shard's settled records: a sorted set of their names, by the end of
+    /// their retention. The settling script takes off what Redis expired, so it does not
+    /// grow without a purge.
+    pub(super) fn settled(&self, shard: usize) -> String {
+        format!("{}:settled", self.base(shard))
+    }
+
+    /// The operator's index of a shard's budget windows: a set of their names.
+    pub(super) fn windows(&self, shard: usize) -> String {
+        format!("{}:budgets", self.base(shard))
+    }
+
+    /// On a cluster, a shard's charges of released records still to refund to their
+    /// windows (see `charges.rs`).
+    pub(super) fn refunds(&self, shard: usize) -> String {
+        format!("{}:refunds", self.base(shard))
+    }
+
+    /// On a cluster, the fate of a shard's charges (see `charges.rs`): `h\n<window>\n<id>`
+    /// for one a reservation holds, `v\n<window>\n<id>` for one a repair voided (no
+    /// reservation can carry it any more), each scored by when its window expires.
+    pub(super) fn charges(&self, shard: usize) -> String {
+        format!("{}:charges", self.base(shard))
+    }
+
+    /// The shard a key of this store's names: the number in its hash tag (0 on one server).
+    pub(super) fn shard_in(&self, name: &str) -> Option<usize> {
+        if !self.cluster {
+            return Some(0);
+        }
+        let tag = name.strip_prefix(self.prefix.as_str())?.strip_prefix(":{")?;
+        tag.split_once('}')?.0.parse().ok().filter(|shard| *shard < CLUSTER_SHARDS)
+    }
+
+    /// The shard of a budget's windows for one scope: every window of theirs is there.
+    pub(super) fn window_shard(&self, budget: &str, scope: &str) -> usize {
+        self.shard_of(&format!("{}:{budget}:{}:{scope}", budget.len(), scope.len()))
+    }
+
+    /// A budget window's hash: `<prefix>:b:<budget length>:<budget>:<scope length>:<scope>:<start>`
+    /// (`idem:b:7:refunds:0::1767225600000`; on a cluster `<prefix>:{<shard>}:b:...`), text an
+    /// operator can read and type; the lengths keep names unambiguous whatever a budget or
+    /// scope holds, as in records' names.
+    pub(super) fn window(&self, budget: &str, scope: &str, start_ms: i64) -> (usize, String) {
+        let shard = self.window_shard(budget, scope);
+        (shard, format!("{}{start_ms}", self.window_prefix(shard, budget, Some(scope))))
+    }
+
+    /// What the names of `budget`'s windows (of `scope`, if given) in `shard` start with.
+    pub(super) fn window_prefix(&self, shard: usize, budget: &str, scope: Option<&str>) -> String {
+        let base = self.base(shard);
+        match scope {
+            Some(scope) => format!("{base}:b:{}:{budget}:{}:{scope}:", budget.len(), scope.len()),
+            None => format!("{base}:b:{}:{budget}:", budget.len()),
+        }
+    }
+
+    /// [`Keys::window_prefix`] as this store wrote it on one server before its names were
+    /// readable, with NUL bytes (`<prefix>:b:<budget>\0<scope>\0<start>`): a window an older
+    /// version created keeps that name until it expires, so the scripts charge, refund and
+    /// adjust it under it. A cluster store never had such names.
+    pub(super) fn legacy_window_prefix(&self, budget: &str, scope: Option<&str>) -> String {
+        let prefix = &self.prefix;
+        match scope {
+            Some(scope) => format!("{prefix}:b:{budget}\0{scope}\0"),
+            None => format!("{prefix}:b:{budget}\0"),
+        }
     }
 }
 

@@ -20,16 +20,26 @@
 //! run twice: the first call after a restart connects again instead of answering "broken
 //! pipe". An operation already handed to a connection that dies under it is not tried
 //! again (the server may have run it): it answers `STORE_UNAVAILABLE`.
+//!
+//! On a Redis Cluster the store routes each operation by its shard (see `fields.rs`): to
+//! the node that last served the shard, else to the next node it knows. It sends an
+//! operation again only where the server said it did not run it: `MOVED` (the shard is
+//! served elsewhere: the store learns the node and sends it there), or a connection that
+//! could not be opened (nothing was sent: the next node is asked). Everything else (`ASK`
+//! while a slot migrates, `TRYAGAIN`, `CLUSTERDOWN`, an IO error, no answer in time)
+//! answers `STORE_UNAVAILABLE`, and the shard's route is forgotten after a connection
+//! failed, so that the next operation finds the shard's primary after a failover.
 
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, RedisError};
+use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, RedisError, ServerErrorKind};
 use tokio::runtime::{self, Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
@@ -95,15 +105,32 @@ impl Connection {
     }
 }
 
-/// What every operation needs: how to connect, the connections, the deadline, the name.
+/// What every operation needs: where the nodes are, the connections, the deadline, the name.
 pub(super) struct Link {
-    pub(super) info: redis::ConnectionInfo,
-    pub(super) connections: Mutex<HashMap<Driver, Connection>>,
+    /// What every connection sends first: credentials, database, protocol.
+    pub(super) settings: redis::RedisConnectionInfo,
+    /// Every node the store knows, by index: the URL's, then those a `MOVED` named. It
+    /// never shrinks, so an index stays valid.
+    nodes: Mutex<Vec<ConnectionAddr>>,
+    /// For each shard, the index of the node that serves it, or [`NO_ROUTE`]. On one
+    /// server, one shard served by node 0.
+    routes: Box<[AtomicUsize]>,
+    /// The node an unrouted shard asks next (a cluster only).
+    next_node: AtomicUsize,
+    pub(super) cluster: bool,
+    connections: Mutex<HashMap<(Driver, usize), Connection>>,
     pub(super) timeout: Duration,
     pub(super) described: String,
-    /// Written once per connection, unless the store only opens existing ones (the command).
-    pub(super) marker: Option<String>,
+    /// Written after each new connection, unless the store only opens existing ones (the
+    /// command): the key and its shard.
+    marker: Option<(String, usize)>,
+    mark_due: AtomicBool,
 }
+
+const NO_ROUTE: usize = usize::MAX;
+
+/// How many `MOVED` answers one operation follows before it gives up.
+const MOST_REDIRECTS: usize = 5;
 
 /// A Redis failure in one operation, as `STORE_UNAVAILABLE` names it: the store, the
 /// operation, the server's or the client's words.
@@ -142,31 +169,90 @@ impl Link {
         StoreError::Backend(Box::new(Failure { store, operation, reason, timed_out }))
     }
 
-    /// The live connection of `driver`, opened (on the runtime that polls this, which is the
-    /// driver's) when there is none or the one there is dead.
-    async fn connection(&self, driver: Driver) -> Result<Connection, RedisError> {
-        if let Some(connection) = self.connections.lock().unwrap_or_else(PoisonError::into_inner).get(&driver)
+    /// A link to `nodes` (one server, or a cluster's nodes the URL names) for `shards`
+    /// shards; `marker` is written after each new connection.
+    pub(super) fn new(
+        settings: redis::RedisConnectionInfo,
+        nodes: Vec<ConnectionAddr>,
+        (cluster, shards): (bool, usize),
+        timeout: Duration,
+        described: String,
+        marker: Option<(String, usize)>,
+    ) -> Link {
+        let first = if cluster { NO_ROUTE } else { 0 };
+        Link {
+            settings,
+            nodes: Mutex::new(nodes),
+            routes: (0..shards).map(|_| AtomicUsize::new(first)).collect(),
+            next_node: AtomicUsize::new(0),
+            cluster,
+            connections: Mutex::new(HashMap::new()),
+            timeout,
+            described,
+            mark_due: AtomicBool::new(marker.is_some()),
+            marker,
+        }
+    }
+
+    /// The node to send `shard`'s operations to: its route, else the next node known.
+    fn node_for(&self, shard: usize) -> usize {
+        match self.routes[shard].load(Ordering::Relaxed) {
+            NO_ROUTE => {
+                let known = self.nodes.lock().unwrap_or_else(PoisonError::into_inner).len();
+                self.next_node.fetch_add(1, Ordering::Relaxed) % known
+            }
+            node => node,
+        }
+    }
+
+    fn node_count(&self) -> usize {
+        self.nodes.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// `shard` is served by the node at `addr` (`host:port`, as `MOVED` names it).
+    fn route(&self, shard: usize, addr: &str) {
+        let Some((host, port)) = addr.rsplit_once(':').and_then(|(host, port)| Some((host, port.parse().ok()?))) else {
+            return self.unroute(shard);
+        };
+        let addr = ConnectionAddr::Tcp(host.trim_start_matches('[').trim_end_matches(']').to_owned(), port);
+        let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = nodes.iter().position(|node| same_node(node, &addr));
+        let node = known.unwrap_or_else(|| {
+            nodes.push(addr);
+            nodes.len() - 1
+        });
+        self.routes[shard].store(node, Ordering::Relaxed);
+    }
+
+    /// Forgets where `shard` is served (a cluster only): its node failed.
+    fn unroute(&self, shard: usize) {
+        if self.cluster {
+            self.routes[shard].store(NO_ROUTE, Ordering::Relaxed);
+        }
+    }
+
+    /// The live connection of `driver` to `node`, opened (on the runtime that polls this,
+    /// which is the driver's) when there is none or the one there is dead.
+    async fn connection(&self, driver: Driver, node: usize) -> Result<Connection, RedisError> {
+        if let Some(connection) = self.connections.lock().unwrap_or_else(PoisonError::into_inner).get(&(driver, node))
             && connection.alive()
         {
             return Ok(connection.clone());
         }
-        let mut connection = self.connect().await?;
-        if let Some(marker) = &self.marker {
-            let mut set = redis::cmd("SET");
-            set.arg(marker).arg(super::MARKER_VERSION).arg("NX");
-            set.exec_async(&mut connection.multiplexed).await?;
-        }
-        self.connections.lock().unwrap_or_else(PoisonError::into_inner).insert(driver, connection.clone());
+        let addr = self.nodes.lock().unwrap_or_else(PoisonError::into_inner)[node].clone();
+        let connection = self.connect(&addr).await?;
+        self.mark_due.store(self.marker.is_some(), Ordering::Relaxed);
+        self.connections.lock().unwrap_or_else(PoisonError::into_inner).insert((driver, node), connection.clone());
         Ok(connection)
     }
 
     /// A new connection, its driver spawned on the current runtime. No Nagle: a multiplexed
     /// connection writes calls as they come, and a small write held for a delayed ACK costs
     /// a call 40 ms.
-    async fn connect(&self) -> Result<Connection, RedisError> {
+    async fn connect(&self, addr: &ConnectionAddr) -> Result<Connection, RedisError> {
         let config = AsyncConnectionConfig::new().set_response_timeout(None);
-        let settings = self.info.redis_settings();
-        match self.info.addr() {
+        let settings = &self.settings;
+        match addr {
             ConnectionAddr::Tcp(host, port) => {
                 let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
                 stream.set_nodelay(true)?;
@@ -181,8 +267,91 @@ impl Link {
         }
     }
 
-    fn forget(&self, driver: Driver) {
-        self.connections.lock().unwrap_or_else(PoisonError::into_inner).remove(&driver);
+    fn forget(&self, driver: Driver, node: usize) {
+        self.connections.lock().unwrap_or_else(PoisonError::into_inner).remove(&(driver, node));
+    }
+
+    /// Writes the store's marker when a new connection was opened since it was last
+    /// written (a restarted server without persistence lost it).
+    async fn mark_if_due(&self, driver: Driver, used: &AtomicUsize) -> Result<(), RedisError> {
+        let Some((marker, shard)) = &self.marker else { return Ok(()) };
+        if !self.mark_due.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        let set = |mut connection: MultiplexedConnection| {
+            let mut set = redis::cmd("SET");
+            set.arg(marker).arg(super::MARKER_VERSION).arg("NX");
+            async move { set.exec_async(&mut connection).await }
+        };
+        let marked = self.routed(driver, *shard, used, &set).await;
+        if marked.is_err() {
+            self.mark_due.store(true, Ordering::Relaxed);
+        }
+        marked
+    }
+
+    /// Runs `call` on the node that serves `shard`, following `MOVED` and trying the next
+    /// node when one cannot be connected to: the two cases where nothing ran. `used` is
+    /// the node last sent to, for the deadline to close its connection.
+    async fn routed<T, F, Fut>(
+        &self,
+        driver: Driver,
+        shard: usize,
+        used: &AtomicUsize,
+        call: &F,
+    ) -> Result<T, RedisError>
+    where
+        F: Fn(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        let (mut redirects, mut refused) = (0, 0);
+        loop {
+            let node = self.node_for(shard);
+            used.store(node, Ordering::Relaxed);
+            let connection = match self.connection(driver, node).await {
+                Ok(connection) => connection,
+                Err(error) => {
+                    self.unroute(shard);
+                    refused += 1;
+                    if self.cluster && refused < self.node_count() {
+                        continue;
+                    }
+                    return Err(error);
+                }
+            };
+            match call(connection.multiplexed.clone()).await {
+                Err(error) if self.cluster && error.kind() == ErrorKind::Server(ServerErrorKind::Moved) => {
+                    let Some((addr, _slot)) = error.redirect_node() else { return Err(error) };
+                    self.route(shard, addr);
+                    redirects += 1;
+                    if redirects > MOST_REDIRECTS {
+                        return Err(error);
+                    }
+                }
+                Err(error) => {
+                    if error.is_io_error()
+                        || error.is_connection_dropped()
+                        || error.is_unrecoverable_error()
+                        || error.is_timeout()
+                    {
+                        self.forget(driver, node);
+                        self.unroute(shard);
+                    }
+                    return Err(error);
+                }
+                Ok(value) => return Ok(value),
+            }
+        }
+    }
+}
+
+/// Whether two addresses name the same node.
+fn same_node(a: &ConnectionAddr, b: &ConnectionAddr) -> bool {
+    match (a, b) {
+        (ConnectionAddr::Tcp(host_a, port_a), ConnectionAddr::Tcp(host_b, port_b)) => {
+            host_a == host_b && port_a == port_b
+        }
+        _ => false,
     }
 }
 
@@ -199,19 +368,27 @@ where
     Ok(Connection { multiplexed, driver: Arc::new(DriverTask(tokio::spawn(driver))) })
 }
 
-/// Runs `call` on a connection of the caller's driver, within the store's deadline.
-pub(super) async fn run<T, F, Fut>(io: &Io, link: &Arc<Link>, operation: &'static str, call: F) -> Result<T, StoreError>
+/// Runs `call` on a connection of the caller's driver to the node serving `shard`, within
+/// the store's deadline. `call` runs once, or again after an answer that says it did not
+/// run (see the module docs).
+pub(super) async fn run<T, F, Fut>(
+    io: &Io,
+    link: &Arc<Link>,
+    operation: &'static str,
+    shard: usize,
+    call: F,
+) -> Result<T, StoreError>
 where
     T: Send + 'static,
-    F: FnOnce(MultiplexedConnection) -> Fut + Send + 'static,
+    F: Fn(MultiplexedConnection) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T, RedisError>> + Send,
 {
     let driver = driver_for_caller();
     if driver.is_some() {
-        return deadline(&io.handle, link, driver, operation, call).await;
+        return deadline(&io.handle, link, driver, (operation, shard), call).await;
     }
     let (timer, link) = (io.handle.clone(), Arc::clone(link));
-    let task = io.handle.spawn(async move { deadline(&timer, &link, None, operation, call).await });
+    let task = io.handle.spawn(async move { deadline(&timer, &link, None, (operation, shard), call).await });
     match task.await {
         Ok(answer) => answer,
         Err(e) => Err(StoreError::Backend(format!("Redis: {operation}: the store's IO thread failed: {e}").into())),
@@ -224,21 +401,22 @@ async fn deadline<T, F, Fut>(
     timer: &Handle,
     link: &Link,
     driver: Driver,
-    operation: &'static str,
+    (operation, shard): (&'static str, usize),
     call: F,
 ) -> Result<T, StoreError>
 where
-    F: FnOnce(MultiplexedConnection) -> Fut,
+    F: Fn(MultiplexedConnection) -> Fut,
     Fut: Future<Output = Result<T, RedisError>>,
 {
     let mut sleep = pin!({
         let _timer = timer.enter();
         tokio::time::sleep(link.timeout)
     });
+    let used = AtomicUsize::new(NO_ROUTE);
     // The connection is held until the call ends: its driver stops when no one holds it.
     let mut work = pin!(async {
-        let connection = link.connection(driver).await?;
-        call(connection.multiplexed.clone()).await
+        link.mark_if_due(driver, &used).await?;
+        link.routed(driver, shard, &used, &call).await
     });
     let answered = poll_fn(|cx| {
         if let Poll::Ready(done) = work.as_mut().poll(cx) {
@@ -250,20 +428,23 @@ where
     match answered {
         Some(Ok(value)) => Ok(value),
         Some(Err(error)) => {
-            if error.is_io_error()
-                || error.is_connection_dropped()
-                || error.is_unrecoverable_error()
-                || error.is_timeout()
+            let mut reason = error.to_string();
+            if !link.cluster
+                && matches!(error.kind(), ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::CrossSlot))
             {
-                link.forget(driver);
+                reason.push_str(" (the server is a Redis Cluster node: open the store with a redis+cluster:// URL)");
             }
             match error.is_timeout() {
-                true => Err(link.ran_out_of_time(operation, error.to_string())),
-                false => Err(link.failed(operation, error.to_string())),
+                true => Err(link.ran_out_of_time(operation, reason)),
+                false => Err(link.failed(operation, reason)),
             }
         }
         None => {
-            link.forget(driver);
+            let node = used.load(Ordering::Relaxed);
+            if node != NO_ROUTE {
+                link.forget(driver, node);
+            }
+            link.unroute(shard);
             Err(link.ran_out_of_time(
                 operation,
                 format!(

@@ -109,6 +109,7 @@
 
 mod admin;
 mod budgets;
+mod charges;
 mod fields;
 mod io;
 mod open;
@@ -131,7 +132,7 @@ const TOMBSTONE: Duration = Duration::from_secs(24 * 3600);
 pub struct RedisStore {
     link: Arc<Link>,
     io: Io,
-    prefix: String,
+    keys: fields::Keys,
     wait: Option<(u32, Duration)>,
     expire_after_retention: Duration,
 }

@@ -1,11 +1,10 @@
 //! Opening a [`RedisStore`]: its options ([`RedisStoreBuilder`]); a store connects on
 //! first use, and the `idem` command opens only one that exists.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::fields::marker_key;
+use super::fields::Keys;
 use super::io::{Io, Link, block_on, run};
 use super::{MARKER_VERSION, RedisStore};
 use crate::store::StoreError;
@@ -21,9 +20,12 @@ pub struct RedisStoreBuilder {
 }
 
 impl RedisStore {
-    /// A store on the server at `url` (`redis://[user:password@]host[:port][/db]`,
-    /// `rediss://` needs a TLS build of the client, which this one is not) with the default
-    /// options. It connects on first use.
+    /// A store on the server at `url` (`redis://[user:password@]host[:port][/db]`), or on
+    /// the Redis Cluster or Valkey cluster whose nodes `url` names
+    /// (`redis+cluster://[user:password@]host:port[,host:port...]`: one node is enough, the
+    /// store learns the others from their `MOVED` answers; name several so that one down
+    /// at the start does not matter), with the default options. `rediss://` needs a TLS
+    /// build of the client, which this one is not. It connects on first use.
     pub fn new(url: &str) -> Result<RedisStore, StoreError> {
         Self::builder(url).build()
     }
@@ -85,9 +87,10 @@ impl RedisStoreBuilder {
     /// a tool's first connection); never writes anything: for the `idem` command.
     pub fn open_existing(self) -> Result<RedisStore, StoreError> {
         let store = self.make(false)?;
-        let marker = marker_key(&store.prefix);
-        let found: Option<String> = block_on(run(&store.io, &store.link, "open", move |mut connection| async move {
-            redis::cmd("GET").arg(marker).query_async(&mut connection).await
+        let marker = store.keys.marker();
+        let found: Option<String> = block_on(run(&store.io, &store.link, "open", 0, move |mut connection| {
+            let get = redis::cmd("GET").arg(&marker).to_owned();
+            async move { get.query_async(&mut connection).await }
         }))?;
         match found.as_deref() {
             Some(MARKER_VERSION) => Ok(store),
@@ -98,8 +101,8 @@ impl RedisStoreBuilder {
                 "open",
                 format!(
                     "no idem store under the prefix {:?} (no key {:?}): check the URL's database number and --prefix",
-                    store.prefix,
-                    marker_key(&store.prefix)
+                    store.keys.prefix,
+                    store.keys.marker()
                 ),
             )),
         }
@@ -107,19 +110,45 @@ impl RedisStoreBuilder {
 
     fn make(self, mark: bool) -> Result<RedisStore, StoreError> {
         let described = format!("Redis {} (prefix {})", without_password(&self.url), self.prefix);
-        let bad_url = |e: redis::RedisError| StoreError::Backend(format!("{described}: the URL: {e}").into());
-        let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str()).map_err(bad_url)?;
-        let link = Link {
-            info,
-            connections: Mutex::new(HashMap::new()),
-            timeout: self.operation_timeout,
-            described,
-            marker: mark.then(|| marker_key(&self.prefix)),
+        let bad_url = |why: String| StoreError::Backend(format!("{described}: the URL: {why}").into());
+        let (settings, nodes, cluster) = match self.url.strip_prefix("redis+cluster://") {
+            Some(rest) => {
+                let (credentials, hosts) = rest.rsplit_once('@').map_or(("", rest), |(c, h)| (c, h));
+                let mut nodes = Vec::new();
+                let mut settings = None;
+                for host in hosts.split(',').filter(|host| !host.is_empty()) {
+                    if host.contains('/') {
+                        return Err(bad_url(format!("{host:?}: a cluster has no database number to choose")));
+                    }
+                    let at = if credentials.is_empty() { String::new() } else { format!("{credentials}@") };
+                    let info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{at}{host}").as_str())
+                        .map_err(|e| bad_url(e.to_string()))?;
+                    settings.get_or_insert_with(|| info.redis_settings().clone());
+                    nodes.push(info.addr().clone());
+                }
+                let Some(settings) = settings else { return Err(bad_url("no node named".to_owned())) };
+                if self.prefix.contains(['{', '}']) {
+                    return Err(bad_url(format!(
+                        "the prefix {:?} holds a brace: on a cluster the store puts its own hash tag after the \
+                         prefix, and a brace in it would put every key in one slot",
+                        self.prefix
+                    )));
+                }
+                (settings, nodes, true)
+            }
+            None => {
+                let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str())
+                    .map_err(|e| bad_url(e.to_string()))?;
+                (info.redis_settings().clone(), vec![info.addr().clone()], false)
+            }
         };
+        let keys = Keys { prefix: self.prefix, cluster };
+        let marker = mark.then(|| (keys.marker(), 0));
+        let link = Link::new(settings, nodes, (cluster, keys.shards()), self.operation_timeout, described, marker);
         Ok(RedisStore {
             link: Arc::new(link),
             io: Io::start()?,
-            prefix: self.prefix,
+            keys,
             wait: self.wait,
             expire_after_retention: self.expire_after_retention,
         })

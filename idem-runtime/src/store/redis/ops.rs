@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::fields::{
-    self, hash, legacy_window_prefix, record_key, running_index, settled_index, texts, window_prefix, windows_index,
-};
+use std::sync::Arc;
+
+use super::fields::{self, hash, texts};
 use super::io::run;
 use super::scripts::SCRIPTS;
 use super::{RedisStore, TOMBSTONE};
@@ -15,38 +15,57 @@ use crate::store::budget::{Charge, WINDOWS_KEPT_MS};
 use crate::store::{Completion, Record, RecordId, Renew, Reservation, Reserve, Store, StoreError, Token, duration_ms};
 
 impl RedisStore {
-    fn key(&self, id: RecordId<'_>) -> String {
-        record_key(&self.prefix, id)
-    }
-
     pub(super) async fn script(
         &self,
         operation: &'static str,
+        shard: usize,
         invocation: redis::ScriptInvocation<'static>,
     ) -> Result<Value, StoreError> {
-        Ok(self.script_replicated(operation, invocation, false).await?.0)
+        Ok(self.script_replicated(operation, shard, invocation, false).await?.0)
     }
 
-    /// Runs a script and then, when `replicate` and the store waits for replicas, `WAIT`s on
-    /// the same connection (whose last write is the script's): the reply, and what fell
-    /// short when fewer replicas acknowledged it in time.
-    async fn script_replicated(
+    /// Runs a script on the node serving `shard` and then, when `replicate` and the store
+    /// waits for replicas, `WAIT`s on the same connection (whose last write is the
+    /// script's): the reply, and what fell short when fewer replicas acknowledged it in time.
+    pub(super) async fn script_replicated(
         &self,
         operation: &'static str,
+        shard: usize,
         invocation: redis::ScriptInvocation<'static>,
         replicate: bool,
     ) -> Result<(Value, Option<String>), StoreError> {
         let wait = self.wait.filter(|_| replicate);
-        run(&self.io, &self.link, operation, move |mut connection| async move {
-            let value: Value = invocation.invoke_async(&mut connection).await?;
-            let Some((replicas, timeout)) = wait else { return Ok((value, None)) };
-            let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-            let acknowledged: i64 =
-                redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await?;
-            let short = (acknowledged < i64::from(replicas)).then(|| {
-                format!("WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms")
-            });
-            Ok((value, short))
+        let invocation = Arc::new(invocation);
+        run(&self.io, &self.link, operation, shard, move |mut connection| {
+            let invocation = Arc::clone(&invocation);
+            async move {
+                let value: Value = invocation.invoke_async(&mut connection).await?;
+                let Some((replicas, timeout)) = wait else { return Ok((value, None)) };
+                let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+                let acknowledged: i64 =
+                    redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await?;
+                let short = (acknowledged < i64::from(replicas)).then(|| {
+                    format!("WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms")
+                });
+                Ok((value, short))
+            }
+        })
+        .await
+    }
+
+    /// Runs a command on the node serving `shard`.
+    pub(super) async fn command<T>(
+        &self,
+        operation: &'static str,
+        shard: usize,
+        command: redis::Cmd,
+    ) -> Result<T, StoreError>
+    where
+        T: redis::FromRedisValue + Send + 'static,
+    {
+        run(&self.io, &self.link, operation, shard, move |mut connection| {
+            let command = command.clone();
+            async move { command.query_async(&mut connection).await }
         })
         .await
     }
@@ -55,9 +74,10 @@ impl RedisStore {
     pub(super) async fn fenced_unless_done(
         &self,
         operation: &'static str,
+        shard: usize,
         invocation: redis::ScriptInvocation<'static>,
     ) -> Result<(), StoreError> {
-        let reply = self.script(operation, invocation).await?;
+        let reply = self.script(operation, shard, invocation).await?;
         self.done_or_fenced(operation, reply)
     }
 
@@ -75,26 +95,36 @@ impl RedisStore {
         charge: Option<Charge<'_>>,
     ) -> Result<Reservation, StoreError> {
         let RecordId { namespace, key } = request.id;
-        let reply = match charge {
-            None => {
-                let mut invocation = SCRIPTS.reserve.key(self.key(request.id));
-                invocation.key(running_index(&self.prefix));
-                invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
-                self.script_replicated("reserve", invocation, true).await?
-            }
-            Some(charge) => {
-                let mut invocation = SCRIPTS.reserve_charged.key(self.key(request.id));
-                invocation.key(running_index(&self.prefix)).key(windows_index(&self.prefix));
-                invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
-                invocation.arg(window_prefix(&self.prefix, charge.budget, Some(charge.scope)));
-                invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
-                invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
-                invocation.arg(WINDOWS_KEPT_MS);
-                invocation.arg(legacy_window_prefix(&self.prefix, charge.budget, Some(charge.scope)));
-                self.script_replicated("reserve", invocation, true).await?
-            }
+        let (shard, record) = self.keys.record(request.id);
+        let mut invocation = match charge {
+            None => SCRIPTS.reserve.key(record),
+            Some(charge) if self.keys.cluster => return self.reserve_charged_across_slots(request, charge).await,
+            Some(_) => SCRIPTS.reserve_charged.key(record),
         };
-        let (reply, short) = reply;
+        invocation.key(self.keys.running(shard));
+        invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
+        if let Some(charge) = charge {
+            invocation.key(self.keys.windows(0));
+            invocation.arg(self.keys.window_prefix(0, charge.budget, Some(charge.scope)));
+            invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
+            invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
+            invocation.arg(WINDOWS_KEPT_MS);
+            invocation.arg(self.keys.legacy_window_prefix(charge.budget, Some(charge.scope)));
+        }
+        let (reply, short) = self.script_replicated("reserve", shard, invocation, true).await?;
+        self.reservation(request.id, charge, reply, short).await
+    }
+
+    /// A reservation script's answer as a [`Reservation`]; an acquired key that fewer
+    /// replicas than asked acknowledged (`short`) is released, and answers an error.
+    pub(super) async fn reservation(
+        &self,
+        id: RecordId<'_>,
+        charge: Option<Charge<'_>>,
+        reply: Value,
+        short: Option<String>,
+    ) -> Result<Reservation, StoreError> {
+        let RecordId { namespace, key } = id;
         let mut reply = texts(reply)?.into_iter();
         let corrupt = |what: &str| StoreError::Corrupt(format!("{namespace}/{key}: reserve answered {what}"));
         match reply.next().as_deref() {
@@ -103,7 +133,7 @@ impl RedisStore {
                 if let Some(short) = short {
                     // The body has not run: letting the key go is safe, and spares a retry
                     // an abandoned key. Should the release fail too, the key is abandoned.
-                    let _ = self.delete(request.id, Some(Token(token))).await;
+                    let _ = self.delete(id, Some(Token(token))).await;
                     return Err(self.link.failed("reserve", format!("{short}; the reservation was released")));
                 }
                 Ok(Reservation::Acquired { token: Token(token) })
@@ -128,9 +158,10 @@ impl RedisStore {
     }
 
     async fn take_over_async(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {
-        let mut invocation = SCRIPTS.take_over.key(self.key(id));
+        let (shard, record) = self.keys.record(id);
+        let mut invocation = SCRIPTS.take_over.key(record);
         invocation.arg(expired.0).arg(duration_ms(lease));
-        match self.script("take over", invocation).await? {
+        match self.script("take over", shard, invocation).await? {
             Value::Nil => Err(StoreError::Fenced),
             reply => {
                 let token = fields::text(reply)?;
@@ -140,10 +171,11 @@ impl RedisStore {
     }
 
     async fn renew_async(&self, renewal: Renew<'_>) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.renew.key(self.key(renewal.id));
+        let (shard, record) = self.keys.record(renewal.id);
+        let mut invocation = SCRIPTS.renew.key(record);
         invocation.arg(renewal.token.0).arg(duration_ms(renewal.lease));
         invocation.arg(if renewal.progress.is_some() { "1" } else { "0" }).arg(renewal.progress.unwrap_or(""));
-        self.fenced_unless_done("renew", invocation).await
+        self.fenced_unless_done("renew", shard, invocation).await
     }
 
     /// Settles the record: the holder's completion, or an operator's (`token` `None`).
@@ -158,12 +190,13 @@ impl RedisStore {
             Completion::Success(result) => ("completed", result),
             Completion::KeptError(error) => ("failed", error),
         };
-        let mut invocation = SCRIPTS.settle.key(self.key(id));
-        invocation.key(running_index(&self.prefix)).key(settled_index(&self.prefix));
+        let (shard, record) = self.keys.record(id);
+        let mut invocation = SCRIPTS.settle.key(record);
+        invocation.key(self.keys.running(shard)).key(self.keys.settled(shard));
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(state).arg(result);
         invocation.arg(duration_ms(retain)).arg(duration_ms(self.expire_after_retention));
         let operation = if token.is_some() { "complete" } else { "resolve" };
-        let (reply, short) = self.script_replicated(operation, invocation, token.is_some()).await?;
+        let (reply, short) = self.script_replicated(operation, shard, invocation, token.is_some()).await?;
         self.done_or_fenced(operation, reply)?;
         // Written, but not on enough replicas: a failed completion, which idem does not
         // write again (it would be fenced by the completion it already made).
@@ -178,34 +211,49 @@ impl RedisStore {
     /// Deletes the in-progress record, refunding its charge: the holder's release, or an
     /// operator's (`token` `None`).
     pub(super) async fn delete(&self, id: RecordId<'_>, token: Option<Token>) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.release.key(self.key(id));
-        invocation.key(running_index(&self.prefix));
+        let (shard, record) = self.keys.record(id);
+        let script = if self.keys.cluster { &SCRIPTS.release_queued } else { &SCRIPTS.release };
+        let mut invocation = script.key(record);
+        invocation.key(self.keys.running(shard));
+        if self.keys.cluster {
+            invocation.key(self.keys.refunds(shard));
+        }
         invocation.arg(token.map_or(String::new(), |token| token.0.to_string())).arg(duration_ms(TOMBSTONE));
-        self.fenced_unless_done("release", invocation).await
+        match self.script("release", shard, invocation).await? {
+            Value::Array(reply) if self.keys.cluster => {
+                let charge = reply.into_iter().nth(1).map(fields::text).transpose()?.unwrap_or_default();
+                self.refund_released(shard, &charge).await;
+                Ok(())
+            }
+            reply => self.done_or_fenced("release", reply),
+        }
     }
 
     async fn abandon_async(&self, id: RecordId<'_>, token: Token) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.abandon.key(self.key(id));
+        let (shard, record) = self.keys.record(id);
+        let mut invocation = SCRIPTS.abandon.key(record);
         invocation.arg(token.0);
-        self.fenced_unless_done("abandon", invocation).await
+        self.fenced_unless_done("abandon", shard, invocation).await
     }
 
     async fn read_async(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        let (now, mut found) = self.read_keys("read", vec![self.key(id)]).await?;
+        let (shard, record) = self.keys.record(id);
+        let (now, mut found) = self.read_keys("read", shard, vec![record]).await?;
         fields::record(&found.pop().unwrap_or_default(), now, &format!("{}/{}", id.namespace, id.key))
     }
 
-    /// The hashes of `keys` (empty for a missing key), and the server's time.
+    /// The hashes of `keys`, all of `shard` (empty for a missing key), and the server's time.
     pub(super) async fn read_keys(
         &self,
         operation: &'static str,
+        shard: usize,
         keys: Vec<String>,
     ) -> Result<(i64, Vec<std::collections::HashMap<String, String>>), StoreError> {
         let mut invocation = SCRIPTS.read.prepare_invoke();
         for key in keys {
             invocation.key(key);
         }
-        let Value::Array(reply) = self.script(operation, invocation).await? else {
+        let Value::Array(reply) = self.script(operation, shard, invocation).await? else {
             return Err(StoreError::Corrupt(format!("{operation}: unexpected reply")));
         };
         let mut reply = reply.into_iter();
@@ -215,44 +263,45 @@ impl RedisStore {
         Ok((now, hashes))
     }
 
-    /// Deletes what is due, by the batch, oldest retention first, from the settled index.
+    /// Deletes what is due, by the batch, oldest retention first, shard by shard; on a
+    /// cluster, first settles the charges callers left (see `charges.rs`).
     async fn purge_async(&self, limit: usize) -> Result<usize, StoreError> {
         const BATCH: usize = 1000;
-        let mut purged = 0;
-        while purged < limit {
-            let asked = (limit - purged).min(BATCH);
-            let mut invocation = SCRIPTS.purge.key(settled_index(&self.prefix));
-            invocation.arg(asked);
-            let reply = texts(self.script("purge", invocation).await?)?;
-            let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
-            let [deleted, due] = counts[..] else {
-                return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
-            };
-            purged += deleted;
-            if due < asked {
-                break;
-            }
+        if self.keys.cluster {
+            self.settle_charges().await?;
         }
-        self.script("purge", SCRIPTS.prune_windows.key(windows_index(&self.prefix))).await?;
+        let mut purged = 0;
+        for shard in 0..self.keys.shards() {
+            while purged < limit {
+                let asked = (limit - purged).min(BATCH);
+                let mut invocation = SCRIPTS.purge.key(self.keys.settled(shard));
+                invocation.arg(asked);
+                let reply = texts(self.script("purge", shard, invocation).await?)?;
+                let counts: Vec<usize> = reply.iter().filter_map(|n| n.parse().ok()).collect();
+                let [deleted, due] = counts[..] else {
+                    return Err(self.link.failed("purge", format!("unexpected reply {reply:?}")));
+                };
+                purged += deleted;
+                if due < asked {
+                    break;
+                }
+            }
+            self.script("purge", shard, SCRIPTS.prune_windows.key(self.keys.windows(shard))).await?;
+        }
         Ok(purged)
     }
 
-    /// Up to `count` names of an index from rank `offset`, lowest score first.
+    /// Up to `count` names of an index of `shard` from rank `offset`, lowest score first.
     pub(super) async fn index_range(
         &self,
+        shard: usize,
         index: &str,
         offset: usize,
         count: usize,
     ) -> Result<Vec<String>, StoreError> {
         let mut command = redis::cmd("ZRANGE");
         command.arg(index).arg(offset).arg(offset + count - 1);
-        run(
-            &self.io,
-            &self.link,
-            "list",
-            move |mut connection| async move { command.query_async(&mut connection).await },
-        )
-        .await
+        self.command("list", shard, command).await
     }
 }
 

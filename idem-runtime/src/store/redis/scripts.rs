@@ -92,6 +92,31 @@ local function create(key, index, now)
   redis.call('ZADD', index, num(now), key)
   return token
 end
+-- Charges `amount` to the window of the budget whose names start with `prefix` that holds
+-- now, unless that would take it past its limit (or past what it counts) and `past` is not
+-- '1'; a new window goes in `index`. `legacy` (or '') is what an older version named the
+-- window. Returns the window's name and start, or nil and the `over` answer.
+local function charge_window(index, prefix, legacy, budget, scope, window_ms, limit, amount, past, kept_ms, now)
+  local start = num(now - (now % tonumber(window_ms)))
+  local window = prefix .. start
+  if legacy ~= '' and redis.call('EXISTS', window) == 0 and redis.call('EXISTS', legacy .. start) == 1 then
+    window = legacy .. start
+  end
+  local w = redis.call('HMGET', window, 'used', 'raised')
+  local used, raised = w[1] or '0', w[2] or '0'
+  if sum_exceeds(used, amount, COUNTS_UP_TO, '0') or (past ~= '1' and sum_exceeds(used, amount, limit, raised)) then
+    local found = redis.call('HGETALL', window)
+    table.insert(found, 1, start)
+    table.insert(found, 1, 'over')
+    return nil, found
+  end
+  if not w[1] then redis.call('SADD', index, window) end
+  redis.call('HSET', window, 'budget', budget, 'scope', scope, 'start', start, 'window', window_ms, 'limit', limit)
+  redis.call('HSETNX', window, 'raised', '0')
+  redis.call('HINCRBY', window, 'used', amount)
+  expire_at(window, tonumber(start) + tonumber(window_ms) + tonumber(kept_ms))
+  return window, start
+end
 local function held(key, token)
   local r = redis.call('HMGET', key, 'state', 'token')
   return r[1] == 'in_progress' and (token == '' or r[2] == token), r[2]
@@ -102,53 +127,91 @@ end
     };
 }
 
-/// Reserve, without a budget. KEYS: record, the running index. ARGV: request, lease ms,
-/// namespace, key. Returns `{'existing', now, field, value, ...}` or `{'acquired', token}`.
+/// Reserve, without a budget or (on a cluster, see `charges.rs`) carrying a charge already
+/// made. KEYS: record, the running index, and with a charge the shard's charges. ARGV:
+/// request, lease ms, namespace, key, and with a charge: the window, the charge id, the
+/// amount, when the charges' entry may go (ms). Returns `{'existing', now, field, value,
+/// ...}`, `{'acquired', token}`, or `{'voided'}` when a repair voided the charge.
 const RESERVE: &str = with_prelude!(
     r#"
 local now = now_ms()
 if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], now) end
-return {'acquired', create(KEYS[1], KEYS[2], now)}
+if ARGV[5] then
+  local charge = ARGV[5] .. '\n' .. ARGV[6]
+  if redis.call('ZSCORE', KEYS[3], 'v\n' .. charge) then return {'voided'} end
+  redis.call('ZADD', KEYS[3], ARGV[8], 'h\n' .. charge)
+end
+local token = create(KEYS[1], KEYS[2], now)
+if ARGV[5] then redis.call('HSET', KEYS[1], 'cw', ARGV[5], 'ci', ARGV[6], 'ca', ARGV[7]) end
+return {'acquired', token}
 "#
 );
 
-/// Reserve and charge a budget window in one step. KEYS: record, the running index, the
-/// windows' index. ARGV: request, lease ms, namespace, key, what the window's name starts
-/// with (its start follows: `fields::window_key`), budget, scope, window ms, limit,
-/// amount, past limit (`1`/`0`), how long a window is kept after it ends (ms), what the
-/// window's name started with before names were readable (`fields::legacy_window_prefix`:
-/// such a window, made by an older version, is charged under its name until it expires).
-/// Returns as [`RESERVE`], or `{'over', start, field, value, ...}` with the window's
-/// fields.
+/// Reserve and charge a budget window in one step, on one server. KEYS: record, the
+/// running index, the windows' index. ARGV: request, lease ms, namespace, key, what the
+/// window's name starts with (its start follows: `Keys::window`), budget, scope, window
+/// ms, limit, amount, past limit (`1`/`0`), how long a window is kept after it ends (ms),
+/// what the window's name started with before names were readable
+/// (`Keys::legacy_window_prefix`: such a window, made by an older version, is charged
+/// under its name until it expires). Returns as [`RESERVE`], or `{'over', start, field,
+/// value, ...}` with the window's fields.
 const RESERVE_CHARGED: &str = with_prelude!(
     r#"
 local now = now_ms()
 if redis.call('HEXISTS', KEYS[1], 'state') == 1 then return existing(KEYS[1], now) end
-local window_ms = tonumber(ARGV[8])
-local start = num(now - (now % window_ms))
-local window = ARGV[5] .. start
-if redis.call('EXISTS', window) == 0 and redis.call('EXISTS', ARGV[13] .. start) == 1 then
-  window = ARGV[13] .. start
-end
-local w = redis.call('HMGET', window, 'used', 'raised')
-local used, raised = w[1] or '0', w[2] or '0'
-if sum_exceeds(used, ARGV[10], COUNTS_UP_TO, '0')
-  or (ARGV[11] ~= '1' and sum_exceeds(used, ARGV[10], ARGV[9], raised)) then
-  local found = redis.call('HGETALL', window)
-  table.insert(found, 1, start)
-  table.insert(found, 1, 'over')
-  return found
-end
-if not w[1] then redis.call('SADD', KEYS[3], window) end
-redis.call('HSET', window, 'budget', ARGV[6], 'scope', ARGV[7], 'start', start, 'window', ARGV[8], 'limit', ARGV[9])
-redis.call('HSETNX', window, 'raised', '0')
-redis.call('HINCRBY', window, 'used', ARGV[10])
-expire_at(window, tonumber(start) + window_ms + tonumber(ARGV[12]))
+local window, over = charge_window(KEYS[3], ARGV[5], ARGV[13], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10],
+  ARGV[11], ARGV[12], now)
+if not window then return over end
 local token = create(KEYS[1], KEYS[2], now)
 redis.call('HSET', KEYS[1], 'cw', window, 'ca', ARGV[10])
 return {'acquired', token}
 "#
 );
+
+/// On a cluster, charge a budget window before the reservation (see `charges.rs`), as a
+/// pending charge with an id. KEYS: the windows' index of the window's shard. ARGV: what
+/// the window's name starts with, budget, scope, window ms, limit, amount, past limit,
+/// how long a window is kept after it ends (ms), the record the charge is for. Returns
+/// `{'charged', window, charge id}` or `{'over', start, field, value, ...}`.
+const CHARGE: &str = with_prelude!(
+    r#"
+local now = now_ms()
+local window, over = charge_window(KEYS[1], ARGV[1], '', ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7],
+  ARGV[8], now)
+if not window then return over end
+local id = redis.call('HINCRBY', window, 'charges', 1)
+redis.call('HSET', window, 'p:' .. id, num(now) .. ' ' .. ARGV[6] .. ' ' .. ARGV[9])
+return {'charged', window, id}
+"#
+);
+
+/// A pending charge is held by its record: it is no longer pending. KEYS: window. ARGV:
+/// charge id.
+const CONFIRM: &str = r#"
+redis.call('HDEL', KEYS[1], 'p:' .. ARGV[1])
+return 1
+"#;
+
+/// Give a charge back to its window, once whoever asks: a refunded id is marked `r:<id>`.
+/// KEYS: window. ARGV: charge id, amount. Returns 1, or 0 when already refunded or the
+/// window is gone.
+const REFUND: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[1], 'r:' .. ARGV[1], '1') == 0 then return 0 end
+redis.call('HDEL', KEYS[1], 'p:' .. ARGV[1])
+if redis.call('HINCRBY', KEYS[1], 'used', '-' .. ARGV[2]) < 0 then redis.call('HSET', KEYS[1], 'used', '0') end
+return 1
+"#;
+
+/// Whether a pending charge's record holds it, or else void it so that no reservation can
+/// carry it any more. KEYS: the shard's charges. ARGV: window, charge id, when the entry
+/// may go (ms). Returns `held` or `voided`.
+const VOID: &str = r#"
+local charge = ARGV[1] .. '\n' .. ARGV[2]
+if redis.call('ZSCORE', KEYS[1], 'h\n' .. charge) then return 'held' end
+redis.call('ZADD', KEYS[1], ARGV[3], 'v\n' .. charge)
+return 'voided'
+"#;
 
 /// Take over an abandoned reservation: only while the record is exactly the one read (in
 /// progress, held by the expired token) and its lease has ended by the server's clock.
@@ -208,6 +271,24 @@ refund(KEYS[1])
 bury(KEYS[1], token, ARGV[2])
 redis.call('ZREM', KEYS[2], KEYS[1])
 return 1
+"#
+);
+
+/// On a cluster, delete an in-progress record and queue its charge's refund (its window
+/// is in another slot: the caller refunds it next, and a purge does what a caller could
+/// not). KEYS: record, the running index, the shard's refunds. ARGV: token, tombstone ms.
+/// Returns `{1, charge}` (`window\nid\namount`, or `''` for none), or 0 when fenced.
+const RELEASE_QUEUED: &str = with_prelude!(
+    r#"
+local ok, token = held(KEYS[1], ARGV[1])
+if not ok then return 0 end
+local c = redis.call('HMGET', KEYS[1], 'cw', 'ci', 'ca')
+bury(KEYS[1], token, ARGV[2])
+redis.call('ZREM', KEYS[2], KEYS[1])
+if not c[2] then return {1, ''} end
+local charge = c[1] .. '\n' .. c[2] .. '\n' .. c[3]
+redis.call('ZADD', KEYS[3], num(now_ms()), charge)
+return {1, charge}
 "#
 );
 
@@ -315,6 +396,11 @@ pub(super) struct Scripts {
     pub(super) renew: Script,
     pub(super) settle: Script,
     pub(super) release: Script,
+    pub(super) release_queued: Script,
+    pub(super) charge: Script,
+    pub(super) confirm: Script,
+    pub(super) refund: Script,
+    pub(super) void: Script,
     pub(super) abandon: Script,
     pub(super) reopen: Script,
     pub(super) read: Script,
@@ -330,6 +416,11 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     renew: Script::new(RENEW),
     settle: Script::new(SETTLE),
     release: Script::new(RELEASE),
+    release_queued: Script::new(RELEASE_QUEUED),
+    charge: Script::new(CHARGE),
+    confirm: Script::new(CONFIRM),
+    refund: Script::new(REFUND),
+    void: Script::new(VOID),
     abandon: Script::new(ABANDON),
     reopen: Script::new(REOPEN),
     read: Script::new(READ),

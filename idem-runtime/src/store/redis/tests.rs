@@ -16,20 +16,27 @@ use crate::testing::conformance::{
 };
 
 const TEST_URL_ENV: &str = "IDEM_TEST_REDIS_URL";
+const TEST_CLUSTER_URL_ENV: &str = "IDEM_TEST_REDIS_CLUSTER_URL";
 
 /// The test server's URL, or `None` after saying loudly that `test` is skipped; under CI a
 /// missing URL fails the test.
 fn url(test: &str) -> Option<String> {
-    match std::env::var(TEST_URL_ENV) {
+    url_in(TEST_URL_ENV, test, "redis://host:port/db (`bash .ci/redis start DIR` prints one)")
+}
+
+/// The test cluster's URL, as [`url`] does.
+pub(super) fn cluster_url(test: &str) -> Option<String> {
+    url_in(TEST_CLUSTER_URL_ENV, test, "redis+cluster://host:port,... (`bash .ci/redis-cluster start DIR` prints one)")
+}
+
+fn url_in(env: &str, test: &str, example: &str) -> Option<String> {
+    match std::env::var(env) {
         Ok(url) if !url.is_empty() => Some(url),
         _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("{test}: {TEST_URL_ENV} is not set under CI; CI must run the Redis tests (see .ci/run)")
+            panic!("{test}: {env} is not set under CI; CI must run the Redis tests (see .ci/run)")
         }
         _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: set {TEST_URL_ENV}=redis://host:port/db (`bash .ci/redis start DIR` prints one)"
-            );
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: set {env}={example}");
             None
         }
     }
@@ -71,6 +78,19 @@ fn passes_the_conformance_checks_through_the_sync_entry() {
     check_admin(|| store(&url));
     check_approvals(|| store(&url));
     check_budgets(|| store(&url));
+}
+
+#[test]
+fn passes_the_conformance_checks_on_a_cluster() {
+    let Some(url) = cluster_url("passes_the_conformance_checks_on_a_cluster") else { return };
+    check_store(|| store(&url));
+    check_unknown_state(&store(&url));
+    check_admin(|| store(&url));
+    check_approvals(|| store(&url));
+    check_budgets(|| store(&url));
+    let prefix = fresh_prefix();
+    let stores = [0, 1, 2].map(|_| RedisStore::builder(&url).prefix(&prefix).build().unwrap());
+    check_exclusive_reserve(&stores);
 }
 
 /// Two stores on one prefix stand for two workers: one connection each.
@@ -115,7 +135,7 @@ fn an_abandoned_reservation_outlives_its_lease() {
     let Some(url) = url("an_abandoned_reservation_outlives_its_lease") else { return };
     let store = store(&url);
     let token = acquire(&store, "abandoned", Duration::from_millis(1));
-    let key = super::fields::record_key(&store.prefix, id("abandoned"));
+    let key = store.keys.record(id("abandoned")).1;
     let ttl: i64 = command(&url, redis::cmd("PTTL").arg(&key));
     assert_eq!(ttl, -1, "an in-progress record has no expiry");
     // Until the server's clock has passed the 1 ms lease (a read says so).
@@ -150,7 +170,7 @@ fn tokens_never_repeat_after_delete_and_re_reserve() {
     let second = acquire(&store, "again", Duration::from_secs(60));
     assert!(second > first, "{second:?} after {first:?}");
     block_on(store.release(id("again"), second)).unwrap();
-    let key = super::fields::record_key(&store.prefix, id("again"));
+    let key = store.keys.record(id("again")).1;
     let _: i64 = command(&url, redis::cmd("DEL").arg(&key));
     let third = acquire(&store, "again", Duration::from_secs(60));
     assert!(third > second, "{third:?} after {second:?}, the tombstone gone");
@@ -169,12 +189,13 @@ fn a_record_is_one_key_through_every_transition() {
     let Some(url) = url("a_record_is_one_key_through_every_transition") else { return };
     let store = store(&url);
     let keys = |store: &RedisStore| -> Vec<String> {
-        let mut keys: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:*", store.prefix)));
+        let mut keys: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:*", store.keys.prefix)));
         keys.sort();
         keys
     };
-    let record = super::fields::record_key(&store.prefix, id("one"));
-    let [running, settled, marker] = ["running", "settled", "store"].map(|name| format!("{}:{name}", store.prefix));
+    let record = store.keys.record(id("one")).1;
+    let [running, settled, marker] =
+        ["running", "settled", "store"].map(|name| format!("{}:{name}", store.keys.prefix));
     let token = acquire(&store, "one", Duration::ZERO);
     assert_eq!(keys(&store), [record.clone(), running.clone(), marker.clone()]);
     let token = block_on(store.take_over(id("one"), token, Duration::from_secs(60))).unwrap();
@@ -250,7 +271,7 @@ fn the_settled_index_forgets_what_redis_expired_without_a_purge() {
     }
     let token = acquire(&store, "kept", Duration::from_secs(60));
     block_on(store.complete(id("kept"), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
-    let settled: i64 = command(&url, redis::cmd("ZCARD").arg(format!("{}:settled", store.prefix)));
+    let settled: i64 = command(&url, redis::cmd("ZCARD").arg(format!("{}:settled", store.keys.prefix)));
     assert_eq!(settled, 1, "only the kept record is indexed");
     assert_eq!(block_on(store.purge(100)).unwrap(), 0);
 }
@@ -273,11 +294,11 @@ fn budget_windows_have_names_an_operator_can_read_and_type() {
         let reserved = block_on(store.reserve_charged(request, one_of("refunds", scope, 5))).unwrap();
         assert!(matches!(reserved, Reservation::Acquired { .. }), "{reserved:?}");
     }
-    let mut windows: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.prefix)));
+    let mut windows: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.keys.prefix)));
     windows.sort();
     let expected = [
-        format!("{}:b:7:refunds:0::0", store.prefix),
-        format!("{}:b:7:refunds:33:0123456789abcdef0123456789abcdef/:0", store.prefix),
+        format!("{}:b:7:refunds:0::0", store.keys.prefix),
+        format!("{}:b:7:refunds:33:0123456789abcdef0123456789abcdef/:0", store.keys.prefix),
     ];
     assert_eq!(windows, expected, "names of text, without NUL or other control characters");
     for name in &windows {
@@ -295,13 +316,13 @@ fn a_window_an_older_version_named_is_charged_listed_and_adjusted_under_its_name
         return;
     };
     let store = store(&url);
-    let legacy = format!("{}:b:older\0\00", store.prefix);
+    let legacy = format!("{}:b:older\0\00", store.keys.prefix);
     let mut plant = redis::cmd("HSET");
     plant.arg(&legacy).arg("budget").arg("older").arg("scope").arg("").arg("start").arg(0);
     plant.arg("window").arg(1000_i64 * 365 * 24 * 3600 * 1000).arg("limit").arg(2 * UNIT).arg("raised").arg(0);
     plant.arg("used").arg(UNIT);
     let _: i64 = command(&url, &plant);
-    let _: i64 = command(&url, redis::cmd("SADD").arg(format!("{}:budgets", store.prefix)).arg(&legacy));
+    let _: i64 = command(&url, redis::cmd("SADD").arg(format!("{}:budgets", store.keys.prefix)).arg(&legacy));
 
     let charge = |key| {
         block_on(store.reserve_charged(
@@ -320,6 +341,6 @@ fn a_window_an_older_version_named_is_charged_listed_and_adjusted_under_its_name
     let raise = Adjustment { window: ("older", "", 0), change: BudgetChange::Raise(UNIT), by: "ops", note: "upgrade" };
     let raised = Admin::adjust_budget(&store, &raise).unwrap();
     assert_eq!((raised.used, raised.raised), (UNIT, UNIT));
-    let names: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.prefix)));
+    let names: Vec<String> = command(&url, redis::cmd("KEYS").arg(format!("{}:b:*", store.keys.prefix)));
     assert_eq!(names, [legacy], "no second window beside the older one");
 }
