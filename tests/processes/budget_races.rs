@@ -1,6 +1,8 @@
 //! First calls of distinct keys race against one budget of 5 from several processes, each
 //! running several threads, on one SQLite file, (with IDEM_TEST_DATABASE_URL) one
-//! PostgreSQL schema and (with IDEM_TEST_REDIS_URL) one Redis prefix: in every one of 1,000 trials per store exactly 5 of them acquire, and
+//! PostgreSQL schema, one Redis prefix and (with IDEM_TEST_REDIS_CLUSTER_URL) one prefix
+//! on a Redis Cluster, where a window and the records it charges are in different slots:
+//! in every one of 1,000 trials per store exactly 5 of them acquire, and
 //! the window reads what they were charged. Even trials race a count budget (5 runs), odd
 //! ones a sum budget (6.25 of amounts of 1.25 each: 5 fit).
 //!
@@ -234,4 +236,15 @@ fn workers_racing_on_one_redis_prefix_charge_exactly_the_budget() {
     let test = "workers_racing_on_one_redis_prefix_charge_exactly_the_budget";
     let Some(server) = redis::Server::start(test, &["--appendonly", "no"]) else { return };
     race(&format!("redis {} {}", fresh_schema("idem-budget-races"), server.url()));
+}
+
+/// On a cluster a charge and its reservation are two steps in two slots (the window's, the
+/// record's): the race must still let exactly the limit through.
+#[cfg(feature = "redis")]
+#[test]
+fn workers_racing_on_one_redis_cluster_prefix_charge_exactly_the_budget() {
+    // A cluster of the test's own without append-only files, for the reason above.
+    let test = "workers_racing_on_one_redis_cluster_prefix_charge_exactly_the_budget";
+    let Some(cluster) = redis::Cluster::start(test, &["--appendonly", "no"]) else { return };
+    race(&format!("redis {} {}", fresh_schema("idem-budget-races"), cluster.url()));
 }

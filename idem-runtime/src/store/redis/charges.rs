@@ -31,10 +31,15 @@ use super::scripts::SCRIPTS;
 use crate::store::budget::{Charge, WINDOWS_KEPT_MS};
 use crate::store::{RecordId, Reservation, Reserve, StoreError, duration_ms};
 
+/// Why a reservation carrying a voided charge is refused.
+pub(super) const VOIDED: &str = "this call's budget charge was voided by a purge (the call took longer than twice the operation timeout \
+     between charging and reserving); nothing ran";
+
 /// A pending charge: the window, its id.
-struct Pending {
-    window: String,
-    id: String,
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) window: String,
+    pub(super) id: String,
 }
 
 impl RedisStore {
@@ -50,41 +55,67 @@ impl RedisStore {
         if let Some(existing) = fields::record(&found.pop().unwrap_or_default(), now, &format!("{namespace}/{key}"))? {
             return Ok(Reservation::Existing(existing));
         }
+        let pending = match self.charge_pending(request.id, charge).await? {
+            Ok(pending) => pending,
+            Err(over) => return Ok(over),
+        };
+        // Should this fail, the charge stays pending: a purge confirms or refunds it.
+        let reservation = self.reserve_carrying(request, charge, &pending, now).await;
+        let settled = match &reservation {
+            Ok(Reservation::Acquired { .. }) => confirm(&pending.window, &pending.id),
+            // Not held (the release of a short `WAIT` refunds through the record's queue).
+            Ok(_) => refund(&pending.window, &pending.id, &charge.amount.to_string()),
+            Err(_) => return reservation,
+        };
+        // A charge left pending is settled by the next purge.
+        let _ = self.script("reserve", self.keys.window_shard(charge.budget, charge.scope), settled).await;
+        reservation
+    }
 
+    /// Step 2: charges the window as a pending charge for `id`'s record; `Err` holds the
+    /// answer when the window has no room.
+    pub(super) async fn charge_pending(
+        &self,
+        id: RecordId<'_>,
+        charge: Charge<'_>,
+    ) -> Result<Result<Pending, Reservation>, StoreError> {
         let window_shard = self.keys.window_shard(charge.budget, charge.scope);
         let mut invocation = SCRIPTS.charge.key(self.keys.windows(window_shard));
         invocation.arg(self.keys.window_prefix(window_shard, charge.budget, Some(charge.scope)));
         invocation.arg(charge.budget).arg(charge.scope).arg(charge.window_ms.max(1));
         invocation.arg(charge.limit).arg(charge.amount).arg(if charge.past_limit { "1" } else { "0" });
-        invocation.arg(WINDOWS_KEPT_MS).arg(&record);
+        invocation.arg(WINDOWS_KEPT_MS).arg(self.keys.record(id).1);
         let reply = self.script("reserve", window_shard, invocation).await?;
-        let pending = match texts(reply.clone())?.as_slice() {
-            [charged, window, id] if charged == "charged" => Pending { window: window.clone(), id: id.clone() },
-            _ => return self.reservation(request.id, Some(charge), reply, None).await,
-        };
+        match texts(reply.clone())?.as_slice() {
+            [charged, window, id] if charged == "charged" => Ok(Ok(Pending { window: window.clone(), id: id.clone() })),
+            _ => Ok(Err(self.reservation(id, Some(charge), reply, None).await?)),
+        }
+    }
 
+    /// Step 3: reserves the record carrying `pending`; a charge a purge voided (its call
+    /// took longer than the purge waits) is refused: `STORE_UNAVAILABLE`, no body runs.
+    pub(super) async fn reserve_carrying(
+        &self,
+        request: Reserve<'_>,
+        charge: Charge<'_>,
+        pending: &Pending,
+        now: i64,
+    ) -> Result<Reservation, StoreError> {
+        let RecordId { namespace, key } = request.id;
+        let (shard, record) = self.keys.record(request.id);
         let mut invocation = SCRIPTS.reserve.key(record);
         invocation.key(self.keys.running(shard)).key(self.keys.charges(shard));
         invocation.arg(request.request).arg(duration_ms(request.lease)).arg(namespace).arg(key);
         invocation.arg(&pending.window).arg(&pending.id).arg(charge.amount);
         invocation.arg(kept_until(now, charge.window_ms));
-        // Should this fail, the charge stays pending: a purge confirms or refunds it.
         let (reply, short) = self.script_replicated("reserve", shard, invocation, true).await?;
         if let Value::Array(items) = &reply
             && let [Value::BulkString(voided)] = items.as_slice()
             && voided == b"voided"
         {
-            return Err(self.link.failed("reserve", "a purge voided this call's budget charge: it took too long"));
+            return Err(self.link.failed("reserve", VOIDED));
         }
-        let reservation = self.reservation(request.id, Some(charge), reply, short).await;
-        let settled = match &reservation {
-            Ok(Reservation::Acquired { .. }) => confirm(&pending.window, &pending.id),
-            // Not held (the release of a short `WAIT` refunds through the record's queue).
-            _ => refund(&pending.window, &pending.id, &charge.amount.to_string()),
-        };
-        // A charge left pending is settled by the next purge.
-        let _ = self.script("reserve", window_shard, settled).await;
-        reservation
+        self.reservation(request.id, Some(charge), reply, short).await
     }
 
     /// Refunds a released record's charge (`window\nid\namount`, `""` for none) and takes

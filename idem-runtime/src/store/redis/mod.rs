@@ -144,4 +144,6 @@ impl std::fmt::Debug for RedisStore {
 }
 
 #[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
 mod tests;

@@ -43,7 +43,7 @@ fn url_in(env: &str, test: &str, example: &str) -> Option<String> {
 }
 
 /// A prefix no other store of any run uses, so each store starts empty.
-fn fresh_prefix() -> String {
+pub(super) fn fresh_prefix() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("idem-test-{}-{nanos}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
