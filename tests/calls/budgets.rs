@@ -136,7 +136,7 @@ impl<S: idem::store::BudgetStore> Shop<S> {
 struct SharedMemory(Arc<MemoryStore>);
 
 /// Runs `check` on a fresh memory store, a fresh SQLite file and, when their servers are
-/// there, a fresh PostgreSQL schema and a fresh Redis prefix.
+/// there, a fresh PostgreSQL schema, a fresh Redis prefix and one on a Redis Cluster.
 fn on_every_store(test: &str, check: impl Fn(&dyn Fn() -> Box<dyn Opened>, &str)) {
     let memory = SharedMemory(Arc::new(MemoryStore::new()));
     check(&|| Box::new(memory.clone()) as Box<dyn Opened>, &format!("{test}-memory"));
@@ -153,6 +153,12 @@ fn on_every_store(test: &str, check: impl Fn(&dyn Fn() -> Box<dyn Opened>, &str)
         let prefix = postgres::fresh_schema("budgets");
         let open = || idem::RedisStore::builder(&url).prefix(&prefix).build().unwrap();
         check(&|| Box::new(open()) as Box<dyn Opened>, &format!("{test}-redis"));
+    }
+    #[cfg(feature = "redis")]
+    if let Some(url) = redis::test_cluster_url(&format!("{test} on a Redis Cluster")) {
+        let prefix = postgres::fresh_schema("budgets");
+        let open = || idem::RedisStore::builder(&url).prefix(&prefix).build().unwrap();
+        check(&|| Box::new(open()) as Box<dyn Opened>, &format!("{test}-redis-cluster"));
     }
 }
 

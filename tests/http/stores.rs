@@ -65,6 +65,14 @@ async fn sqlite() {
     the_rules_hold_on(Arc::new(store)).await;
 }
 
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster() {
+    let Some(url) = crate::redis::test_cluster_url("http::stores::redis_cluster") else { return };
+    let store = idem::RedisStore::builder(&url).prefix(&fresh_schema("idem_http")).build().unwrap();
+    the_rules_hold_on(Arc::new(store)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres() {
     let Some(url) = test_url("http::stores::postgres") else { return };
