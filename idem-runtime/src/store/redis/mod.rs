@@ -1,4 +1,5 @@
-//! The Redis store: many workers sharing one Redis (or Valkey) server.
+//! The Redis store: many workers sharing one Redis (or Valkey) server, or a Redis Cluster
+//! (or Valkey cluster).
 //!
 //! With `idem-tools = { version = "0.1", features = ["redis"] }`:
 //!
@@ -9,6 +10,7 @@
 //! static REDIS: LazyLock<idem::store::redis::RedisStore> =
 //!     LazyLock::new(|| idem::store::redis::RedisStore::new("redis://127.0.0.1:6379/0").unwrap());
 //! // or RedisStore::builder(url).prefix("billing").wait_for_replicas(1, Duration::from_millis(50)).build()
+//! // on a cluster: RedisStore::new("redis+cluster://10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379")
 //!
 //! // #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = *REDIS)]
 //! // async fn send_invoice(customer: String, period: String, amount: f64) -> Result<Invoice, ToolError> { ... }
@@ -16,8 +18,8 @@
 //!
 //! The client is [redis-rs](https://docs.rs/redis) (the `redis` crate, the Rust client the
 //! Redis project lists first), with only its Lua scripts and tokio support enabled. One
-//! multiplexed connection per store carries every call: async tools await it, sync tools
-//! block their thread for the round trip.
+//! multiplexed connection per store (per node, on a cluster) carries every call: async
+//! tools await it, sync tools block their thread for the round trip.
 //!
 //! # What it keeps, and how
 //!
@@ -59,6 +61,49 @@
 //!   new names. (During a rolling deploy, a window that a newer worker starts is one the
 //!   older workers do not see.)
 //!
+//! # On a Redis Cluster
+//!
+//! `redis+cluster://[user:password@]host:port[,host:port...]` opens the store on a Redis
+//! Cluster or Valkey cluster (the endpoints of AWS ElastiCache in cluster mode, Google
+//! Memorystore for Valkey, Azure's managed Redis with the OSS cluster policy): one node is
+//! enough, the store learns the others from their `MOVED` answers; name several so that
+//! one down at the start does not matter. A cluster has no database number. Everything
+//! above holds, with this key layout and these differences:
+//!
+//! - **64 shards, each one hash slot.** Every key starts with `<prefix>:{<n>}:`, `n` from 0
+//!   to 63, so all keys of a shard share a hash tag and one slot: a record
+//!   (`<prefix>:{<n>}:r:<namespace length>:<namespace>:<key>`), its tombstone (the same
+//!   key), and the shard's indexes (`:running`, `:settled`). A record's shard is a fixed
+//!   hash (FNV-1a) of its namespace and key, modulo 64, so every script touches one slot.
+//!   64 spreads a store over up to 64 primaries (about 21 shards each on three), keeps a
+//!   slot to 1/64 of the records, and the operator's listing reads 64 small indexes per
+//!   state: nothing scans a node. The marker is `<prefix>:{0}:store`. A prefix may not hold
+//!   `{` or `}` (it would decide the slot instead).
+//! - **Budget windows** are in the shard of their budget and scope
+//!   (`<prefix>:{<n>}:b:<budget length>:<budget>:<scope length>:<scope>:<start>`, indexed
+//!   in `<prefix>:{<n>}:budgets`): every window of one budget and scope in one slot, other
+//!   budgets and scopes spread.
+//! - **A charged reservation takes four round trips** (one on one server), because a
+//!   window and the record it charges are in different slots and no script spans two:
+//!   read the record (one that exists answers at once: a replay charges nothing and costs
+//!   one round trip), charge the window as a *pending charge* with an id, reserve the record
+//!   carrying the charge (the record's shard notes it as held), then confirm it (or refund
+//!   it, if the key was taken meanwhile). Charging first means it never overspends: a
+//!   window counts every charge before any reservation can use it. A release refunds in
+//!   two steps (the record queues its charge in its shard's `:refunds`, then the window is
+//!   refunded); a refund happens once per charge id, whoever asks.
+//! - **The price: an over-count until the next purge.** A caller that fails between the
+//!   steps (a crash, a timeout, a network cut) leaves a charge pending, or a refund queued:
+//!   the window counts it, so it may refuse calls it had room for, never let one too many
+//!   through. [`Store::purge`](crate::store::Store::purge) (the `idem purge` command)
+//!   repairs it: it refunds queued refunds, confirms a pending charge a reservation holds,
+//!   and voids and refunds one no reservation holds once it is older than twice the
+//!   [`operation_timeout`](RedisStoreBuilder::operation_timeout) (a reservation carrying
+//!   a voided charge that still arrives is refused: `STORE_UNAVAILABLE`, the body does not
+//!   run). Without purges, an over-count lasts until its window ends. Each charge keeps an
+//!   entry in its record's shard (`<prefix>:{<n>}:charges`) as long as its window is kept
+//!   (a week after it ends), and each refund an `r:<id>` field in its window.
+//!
 //! # What each persistence setting can lose
 //!
 //! A reservation or completion the server acknowledged but lost (a crash before it
@@ -75,12 +120,19 @@
 //! | no persistence | everything, on any restart | runs every action again |
 //! | replicas with failover (Sentinel, a managed service) | writes the new primary had not received: replication is asynchronous | may run those actions again |
 //! | the same with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas)`(n, t)` | fewer: a reservation is used only once `n` replicas acknowledged it (else `STORE_UNAVAILABLE`, the body does not run). `WAIT` does not make Redis strongly consistent: a failover may still pick a replica without the write | rare reruns |
+//! | a Redis Cluster, a primary killed or failed over (its replica elected) | what the replica had not received: replication is asynchronous, as above; each primary's persistence setting applies to a crash of its own | may run those actions again |
+//! | a Redis Cluster, a primary cut off from the majority | what it acknowledged until it noticed (up to `cluster-node-timeout`) after the others elected its replica: it rejoins as a replica and drops them | may run those actions again |
+//! | a Redis Cluster with `wait_for_replicas(1, t)` | a reservation or completion the replica had not received is not used (`STORE_UNAVAILABLE`): a kill or a manual `CLUSTER FAILOVER` then loses nothing used; a partition can still, as `WAIT` is not consensus | rare reruns |
 //!
 //! The repository's tests kill a server with SIGKILL under load and restart it: with
 //! `appendfsync always`, no action ran twice; with `everysec`, none did on a disk that
 //! keeps up (a tmpfs), while on a busy disk about one kill in ten lost the writes Redis
 //! had acknowledged during a slow fsync; without persistence, the actions completed
 //! before the restart ran again, as the table says.
+//!
+//! The repository's cluster tests kill a primary (SIGKILL) under load with
+//! `wait_for_replicas(1, ..)`, and fail one over by hand (`CLUSTER FAILOVER`): calls
+//! answered `STORE_UNAVAILABLE` while the shard had no primary, and no action ran twice.
 //!
 //! For an effect that must never happen twice on a server crash, run Redis with
 //! `appendfsync always`, or use SQLite or PostgreSQL. An unknown outcome is never made a
@@ -95,17 +147,27 @@
 //! | the completion fails after the body ran | the caller gets the body's result; the reservation is kept (retries see `IN_PROGRESS`, then the `reconcile` hook or `OUTCOME_UNKNOWN`), and an error event says so. A completion the server did not answer is not sent again: it may still land once the server answers, and retries then replay it. One that failed at once (a connection refused) is tried 3 times | `operation_timeout` |
 //! | the server restarts (SIGTERM, SIGKILL, a crash) | the next call connects again (scripts are loaded again as needed): a connection the server closed is replaced before a call is handed to it, so nothing was sent on it. A call already sent when the server went away answers `STORE_UNAVAILABLE` (the server may have run it), as does a call while the restarted server still loads what it persisted (Redis answers `LOADING`; the body does not run) | |
 //!
+//! On a cluster, in addition:
+//!
+//! | event | answer |
+//! | --- | --- |
+//! | a shard moved (a failover, a resharding done): `MOVED` | the store sends the operation to the node named, once it learned it (up to 5 redirects): the node that answered `MOVED` ran nothing |
+//! | a node refuses connections | the next node the store knows is asked (nothing was sent), which answers `MOVED` to the shard's primary, or `STORE_UNAVAILABLE` while there is none |
+//! | a primary died and its replica is not yet elected (about `cluster-node-timeout` and an election) | `STORE_UNAVAILABLE` (`CLUSTERDOWN`, or no node serving the shard); the body does not run |
+//! | a slot migrating (a resharding in progress): `ASK`, `TRYAGAIN` | `STORE_UNAVAILABLE` for the keys already moved, until the slot has moved: the store does not follow `ASK` |
+//! | an IO error, no answer in time | `STORE_UNAVAILABLE`, as on one server: never sent again, as the node may have run it; the shard's route is forgotten, so the next call finds its current primary |
+//!
 //! Messages name the store (`Redis 127.0.0.1:6379/0 (prefix idem)`, never a password),
-//! the operation and the reason.
+//! the operation and the reason. A `redis://` store pointed at a cluster node says to use a
+//! `redis+cluster://` URL.
 //!
 //! # Not offered
 //!
 //! - **The transactional mode** (`SqliteStore::transaction`, `PgStore::begin`): Redis
 //!   cannot hold a key and an arbitrary effect in one transaction that rolls back on an
 //!   error (`MULTI` does not roll back, and a script cannot wait on the body).
-//! - **Redis Cluster**: this store speaks to one server (with its replicas). Each record
-//!   is one key, but a reservation also writes the store's index, and a charged one its
-//!   budget window, which live in other slots.
+//! - **TLS** (`rediss://`, managed services' in-transit encryption): this build of the
+//!   client speaks plain TCP.
 
 mod admin;
 mod budgets;
