@@ -11,8 +11,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, propagate_version = true, after_long_help = AFTER_HELP)]
 pub(crate) struct Cli {
-    /// The store: an SQLite file, a PostgreSQL URL (postgres://user@host/db) or a Redis URL
-    /// (redis://[user:password@]host[:port][/db]). Default:
+    /// The store: an SQLite file, a PostgreSQL URL (postgres://user@host/db), a Redis URL
+    /// (redis://[user:password@]host[:port][/db]) or a Redis Cluster URL
+    /// (redis+cluster://[user:password@]host:port[,host:port...]: no database number; one
+    /// node is enough, several in case one is down). Default:
     /// $IDEM_DB, else the tools' default store (idem/idem.db in the user's data directory).
     /// It must already be an idem store of this idem's schema version: anything else is
     /// refused and left exactly as it was (see Stores in `idem --help`).
@@ -317,9 +319,10 @@ Stores:
   schema version (the command would have to migrate it, and the older tools could no
   longer open it: use the idem command of the tools' version) or of a newer one; for
   PostgreSQL a missing schema, a schema without idem's tables (its tables named), or
-  another version; for Redis a server that does not answer, or no store under --prefix
-  (no key PREFIX:store, which a tool's first connection writes) or another version. Redis
-  is only read until a command changes a record.
+  another version; for Redis a server, or a cluster's node, that does not answer, or no
+  store under --prefix (no key PREFIX:store, on a cluster PREFIX:{0}:store, which a tool's
+  first connection writes) or another version. Redis is only read until a command changes
+  a record.
 
 Keys:
   A tool's key is its template's text with each field's value trimmed, NFKC-normalized

@@ -16,7 +16,10 @@
 //! ```
 //!
 //! The store is `--db` (anywhere on the line: an SQLite path, a `postgres://` URL, with
-//! `--schema`, or a `redis://` URL, with `--prefix`), else `IDEM_DB`, else the tools' default store, `idem/idem.db` in the
+//! `--schema`, or, with `--prefix`, a Redis server's `redis://[user:password@]host[:port][/db]`
+//! URL or a Redis Cluster's `redis+cluster://[user:password@]host:port[,host:port...]`, which
+//! has no database number and needs one node, several in case one is down), else `IDEM_DB`,
+//! else the tools' default store, `idem/idem.db` in the
 //! user's data directory. It must already be an idem store of this version: anything else
 //! is refused in one line and left as it was. `resolve` settles a key left in progress by
 //! a crash, after you checked with the provider what happened: `--done` records the
@@ -105,7 +108,8 @@ fn main() -> ExitCode {
 /// and creating a store, or changing a file that is not one, is never this command's doing.
 fn open_existing(db: &Path, schema: &str, prefix: &str) -> Result<Box<dyn Admin>, String> {
     let text = db.to_string_lossy();
-    if text.starts_with("redis://") || text.starts_with("rediss://") || text.starts_with("valkey://") {
+    let redis = ["redis://", "rediss://", "valkey://", "redis+cluster://"];
+    if redis.iter().any(|scheme| text.starts_with(scheme)) {
         return Ok(Box::new(RedisStore::builder(&text).prefix(prefix).open_existing().map_err(said)?));
     }
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {

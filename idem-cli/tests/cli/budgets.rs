@@ -1,5 +1,5 @@
-//! `idem budgets`, `idem raise` and `idem reset`, on windows a real tool charged, on SQLite
-//! and PostgreSQL.
+//! `idem budgets`, `idem raise` and `idem reset`, on windows a real tool charged, on SQLite,
+//! PostgreSQL, Redis and a Redis Cluster.
 
 use std::path::Path;
 
@@ -125,11 +125,22 @@ fn an_operator_raises_and_resets_a_budget_on_postgres() {
     super::postgres::sql(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
 
+/// The budget commands on a fresh prefix of the Redis store at `url`.
+fn adjusts_on_redis(url: &str) {
+    let prefix = super::redis::fresh_prefix();
+    let store = idem::RedisStore::builder(url).prefix(&prefix).build().unwrap();
+    let shop = Shop { store, tenant: "acme".into() };
+    adjusts(&shop, Path::new(url), &["--prefix", &prefix]);
+}
+
 #[test]
 fn an_operator_raises_and_resets_a_budget_on_redis() {
     let Some(url) = super::redis::redis_url("budgets on Redis") else { return };
-    let prefix = super::redis::fresh_prefix();
-    let store = idem::RedisStore::builder(&url).prefix(&prefix).build().unwrap();
-    let shop = Shop { store, tenant: "acme".into() };
-    adjusts(&shop, Path::new(&url), &["--prefix", &prefix]);
+    adjusts_on_redis(&url);
+}
+
+#[test]
+fn an_operator_raises_and_resets_a_budget_on_a_redis_cluster() {
+    let Some(url) = super::redis::cluster_url("budgets on a Redis Cluster") else { return };
+    adjusts_on_redis(&url);
 }

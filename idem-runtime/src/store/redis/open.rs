@@ -97,14 +97,31 @@ impl RedisStoreBuilder {
             Some(other) => {
                 Err(store.link.failed("open", format!("a store of another idem version (format {other:?})")))
             }
-            None => Err(store.link.failed(
-                "open",
-                format!(
-                    "no idem store under the prefix {:?} (no key {:?}): check the URL's database number and --prefix",
-                    store.keys.prefix,
-                    store.keys.marker()
-                ),
-            )),
+            None => {
+                let check = match store.keys.cluster {
+                    true => "check the URL's nodes and --prefix",
+                    // A cluster node answers for the slots it serves: the marker may be elsewhere.
+                    false
+                        if block_on(store.command::<String>(
+                            "open",
+                            0,
+                            redis::cmd("INFO").arg("cluster").to_owned(),
+                        ))
+                        .is_ok_and(|info| info.contains("cluster_enabled:1")) =>
+                    {
+                        "the server is a Redis Cluster node: open it with a redis+cluster:// URL"
+                    }
+                    false => "check the URL's database number and --prefix",
+                };
+                Err(store.link.failed(
+                    "open",
+                    format!(
+                        "no idem store under the prefix {:?} (no key {:?}): {check}",
+                        store.keys.prefix,
+                        store.keys.marker(),
+                    ),
+                ))
+            }
         }
     }
 
@@ -128,11 +145,14 @@ impl RedisStoreBuilder {
                 }
                 let Some(settings) = settings else { return Err(bad_url("no node named".to_owned())) };
                 if self.prefix.contains(['{', '}']) {
-                    return Err(bad_url(format!(
-                        "the prefix {:?} holds a brace: on a cluster the store puts its own hash tag after the \
-                         prefix, and a brace in it would put every key in one slot",
-                        self.prefix
-                    )));
+                    return Err(StoreError::Backend(
+                        format!(
+                            "{described}: the prefix {:?} holds a brace: on a cluster the store puts its own hash \
+                             tag after the prefix, and a brace in it would put every key in one slot",
+                            self.prefix
+                        )
+                        .into(),
+                    ));
                 }
                 (settings, nodes, true)
             }
