@@ -1,7 +1,10 @@
 //! The Redis benches: the bench tool as an async tool on `RedisStore`, against the same
-//! tool written by hand with redis-rs, on the server `IDEM_TEST_REDIS_URL` names (skipped
-//! without one). Both sides run in tasks of one multi-threaded tokio runtime and talk to
-//! the same server, so its persistence settings (reported) apply to both alike.
+//! tool written by hand with redis-rs, on the server `IDEM_TEST_REDIS_URL` names and on the
+//! cluster `IDEM_TEST_REDIS_CLUSTER_URL` names (each skipped without its variable). Both
+//! sides run in tasks of one multi-threaded tokio runtime and talk to the same server (on
+//! a cluster, the hand-written side's keys share one hash tag and it talks to the primary
+//! that serves it: the least a cluster costs), so its persistence settings (reported)
+//! apply to both alike.
 
 use std::sync::Arc;
 
@@ -19,6 +22,8 @@ use super::tool::{
 
 /// Where the benches find a server; the same variable as the Redis tests.
 pub const URL_ENV: &str = "IDEM_TEST_REDIS_URL";
+/// Where the benches find a cluster; the same variable as the Redis tests.
+pub const CLUSTER_URL_ENV: &str = "IDEM_TEST_REDIS_CLUSTER_URL";
 
 /// The same tool by hand with redis-rs on one multiplexed connection (driven by the
 /// caller's runtime, as hand-written code opens it): a repeat is one `HMGET`; a first call
@@ -102,33 +107,62 @@ async fn hand_first(hand: Arc<HandRedis>, a: Args) -> Result<Invoice, ToolError>
     hand.send_invoice_new(a.customer, a.period, a.amount, a.memo).await
 }
 
-/// The Redis rows, or none (and a line saying why) without a server.
+/// The Redis rows, on one server and on a cluster, or none (and a line saying why) without
+/// their variables.
 pub fn redis(settings: &Settings, report: &mut Report) {
-    let url = match std::env::var(URL_ENV) {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            eprintln!("redis: skipped; set {URL_ENV}=redis://... to measure the Redis store");
-            report.skipped.push("redis");
-            return;
+    let mut servers = Vec::new();
+    for (env, store_name) in [(URL_ENV, "Redis"), (CLUSTER_URL_ENV, "Redis Cluster")] {
+        match std::env::var(env) {
+            Ok(url) if !url.is_empty() => {
+                servers.push(format!("{store_name}: {}", rows(settings, report, &url, store_name)))
+            }
+            _ => {
+                eprintln!("{store_name}: skipped; set {env} to measure the Redis store there");
+                report.skipped.push(if env == URL_ENV { "redis" } else { "redis cluster" });
+            }
         }
-    };
+    }
+    if !servers.is_empty() {
+        report.redis = Some(servers.join("; "));
+    }
+}
+
+/// The node of `url` (`redis://` or `redis+cluster://`) that serves `tag`'s slot, as a
+/// `redis://` URL: the one that does not answer `MOVED`.
+async fn serving(url: &str, tag: &str) -> String {
+    let Some(nodes) = url.strip_prefix("redis+cluster://") else { return url.to_owned() };
+    for node in nodes.split(',') {
+        let node = format!("redis://{node}");
+        let mut connection =
+            redis::Client::open(node.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let probe: Result<i64, _> = redis::cmd("EXISTS").arg(format!("{tag}:probe")).query_async(&mut connection).await;
+        if probe.is_ok() {
+            return node;
+        }
+    }
+    panic!("no node of {url} serves {tag}: the URL must name every primary");
+}
+
+/// One server's or cluster's rows; returns its persistence settings.
+fn rows(settings: &Settings, report: &mut Report, url: &str, store_name: &'static str) -> String {
     // One worker: each side's task and its connection's driver share it, so the figures are the
     // code's and not where tokio placed the tasks (with two workers, each side's rounds jumped
     // between about 12 and 100 µs as the call and the driver landed on one thread or two).
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let prefix = format!("idem-bench-{}", std::process::id());
-    let store = RedisStore::builder(&url).prefix(&prefix).build().unwrap();
+    let store = RedisStore::builder(url).prefix(&prefix).build().unwrap();
+    // On a cluster the hand-written side's keys share one hash tag, so one node serves them.
+    let hand_prefix = format!("{{{prefix}-hand}}");
     let (hand, server) = runtime.block_on(async {
-        let client = redis::Client::open(url.as_str()).unwrap();
+        let node = serving(url, &hand_prefix).await;
+        let client = redis::Client::open(node.as_str()).unwrap();
         let mut connection = client.get_multiplexed_async_connection().await.unwrap();
         let config: Vec<String> =
             redis::cmd("CONFIG").arg("GET").arg("append*").query_async(&mut connection).await.unwrap();
-        let hand = HandRedis { connection, prefix: format!("{prefix}-hand"), effects: Effects::default() };
+        let hand = HandRedis { connection, prefix: hand_prefix.clone(), effects: Effects::default() };
         (Arc::new(hand), config.chunks(2).map(|pair| pair.join("=")).collect::<Vec<_>>().join(", "))
     });
-    report.redis = Some(server);
     let tools = Arc::new(AsyncTools::new(store));
-    let store_name = "Redis";
 
     let pair = compare(
         settings.plan(200),
@@ -175,12 +209,19 @@ pub fn redis(settings: &Settings, report: &mut Report) {
     let seeded = pool.len() as u64;
     assert_eq!(tools.effects.total(), idem_first_calls + seeded, "repeats must not run the body");
     runtime.block_on(async {
-        let mut connection = hand.connection.clone();
-        for pattern in [format!("{prefix}:*"), format!("{prefix}-hand:*")] {
-            let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query_async(&mut connection).await.unwrap();
-            for key in keys {
-                let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut connection).await.unwrap();
+        let nodes = url
+            .strip_prefix("redis+cluster://")
+            .map_or(vec![url.to_owned()], |nodes| nodes.split(',').map(|node| format!("redis://{node}")).collect());
+        for node in nodes {
+            let client = redis::Client::open(node.as_str()).unwrap();
+            let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+            for pattern in [format!("{prefix}:*"), format!("{hand_prefix}:*")] {
+                let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query_async(&mut connection).await.unwrap();
+                for key in keys {
+                    let _: i64 = redis::cmd("DEL").arg(key).query_async(&mut connection).await.unwrap();
+                }
             }
         }
     });
+    server
 }

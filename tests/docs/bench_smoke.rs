@@ -29,16 +29,25 @@ fn every_bench_runs_and_checks_its_answers() {
         assert_eq!(postgres_rows, 0);
         assert!(report.skipped.contains(&"postgres"), "{:?}", report.skipped);
     }
-    // The same for the Redis rows, which the bench has with the `redis` feature.
-    let redis_rows = names.iter().filter(|(store, _)| *store == "Redis").count();
-    let redis_server = std::env::var_os("IDEM_TEST_REDIS_URL").is_some_and(|url| !url.is_empty());
-    match (cfg!(feature = "redis"), redis_server) {
-        (true, true) => {
-            assert_eq!(redis_rows, 3, "{names:?}");
-            assert!(report.redis.as_deref().is_some_and(|server| server.contains("appendfsync=")));
+    // The same for the Redis rows (one server, a cluster), which the bench has with the
+    // `redis` feature.
+    for (store, env, skipped) in
+        [("Redis", "IDEM_TEST_REDIS_URL", "redis"), ("Redis Cluster", "IDEM_TEST_REDIS_CLUSTER_URL", "redis cluster")]
+    {
+        let rows = names.iter().filter(|(name, _)| *name == store).count();
+        let server = std::env::var_os(env).is_some_and(|url| !url.is_empty());
+        match (cfg!(feature = "redis"), server) {
+            (true, true) => {
+                assert_eq!(rows, 3, "{names:?}");
+                let reported = format!("{store}: ");
+                let servers = report.redis.as_deref().unwrap_or_default();
+                assert!(
+                    servers.split("; ").any(|server| server.starts_with(&reported) && server.contains("appendfsync="))
+                );
+            }
+            (true, false) => assert!(rows == 0 && report.skipped.contains(&skipped), "{:?}", report.skipped),
+            (false, _) => assert_eq!(rows, 0),
         }
-        (true, false) => assert!(redis_rows == 0 && report.skipped.contains(&"redis"), "{:?}", report.skipped),
-        (false, _) => assert_eq!(redis_rows, 0),
     }
     let threads: Vec<(&str, usize)> = report.throughput.iter().map(|row| (row.sync, row.threads)).collect();
     assert_eq!(threads, [("FULL", 1), ("FULL", 2), ("FULL", 8), ("NORMAL", 1), ("NORMAL", 2), ("NORMAL", 8)]);
