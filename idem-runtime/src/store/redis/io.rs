@@ -275,7 +275,8 @@ impl Link {
     /// written (a restarted server without persistence lost it).
     async fn mark_if_due(&self, driver: Driver, used: &AtomicUsize) -> Result<(), RedisError> {
         let Some((marker, shard)) = &self.marker else { return Ok(()) };
-        if !self.mark_due.swap(false, Ordering::Relaxed) {
+        // A load first: most operations find nothing due, and need not write the flag.
+        if !self.mark_due.load(Ordering::Relaxed) || !self.mark_due.swap(false, Ordering::Relaxed) {
             return Ok(());
         }
         let set = |mut connection: MultiplexedConnection| {

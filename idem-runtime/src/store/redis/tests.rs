@@ -70,36 +70,29 @@ fn acquire(store: &RedisStore, key: &str, lease: Duration) -> Token {
     }
 }
 
+/// Every conformance check, on stores of `url` (a server's or a cluster's).
+fn conforms(url: &str) {
+    check_store(|| store(url));
+    check_unknown_state(&store(url));
+    check_admin(|| store(url));
+    check_approvals(|| store(url));
+    check_budgets(|| store(url));
+    // Three stores on one prefix stand for three workers: one connection each.
+    let prefix = fresh_prefix();
+    let stores = [0, 1, 2].map(|_| RedisStore::builder(url).prefix(&prefix).build().unwrap());
+    check_exclusive_reserve(&stores);
+}
+
 #[test]
 fn passes_the_conformance_checks_through_the_sync_entry() {
     let Some(url) = url("passes_the_conformance_checks_through_the_sync_entry") else { return };
-    check_store(|| store(&url));
-    check_unknown_state(&store(&url));
-    check_admin(|| store(&url));
-    check_approvals(|| store(&url));
-    check_budgets(|| store(&url));
+    conforms(&url);
 }
 
 #[test]
 fn passes_the_conformance_checks_on_a_cluster() {
     let Some(url) = cluster_url("passes_the_conformance_checks_on_a_cluster") else { return };
-    check_store(|| store(&url));
-    check_unknown_state(&store(&url));
-    check_admin(|| store(&url));
-    check_approvals(|| store(&url));
-    check_budgets(|| store(&url));
-    let prefix = fresh_prefix();
-    let stores = [0, 1, 2].map(|_| RedisStore::builder(&url).prefix(&prefix).build().unwrap());
-    check_exclusive_reserve(&stores);
-}
-
-/// Two stores on one prefix stand for two workers: one connection each.
-#[test]
-fn two_stores_on_one_prefix_acquire_each_id_once() {
-    let Some(url) = url("two_stores_on_one_prefix_acquire_each_id_once") else { return };
-    let prefix = fresh_prefix();
-    let stores = [0, 1, 2].map(|_| RedisStore::builder(&url).prefix(&prefix).build().unwrap());
-    check_exclusive_reserve(&stores);
+    conforms(&url);
 }
 
 /// Powertools TypeScript #5714: a reader finds an abandoned call, the holder completes,
