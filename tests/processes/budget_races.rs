@@ -245,6 +245,6 @@ fn workers_racing_on_one_redis_prefix_charge_exactly_the_budget() {
 fn workers_racing_on_one_redis_cluster_prefix_charge_exactly_the_budget() {
     // A cluster of the test's own without append-only files, for the reason above.
     let test = "workers_racing_on_one_redis_cluster_prefix_charge_exactly_the_budget";
-    let Some(cluster) = redis::Cluster::start(test, &["--appendonly", "no"]) else { return };
+    let Some(cluster) = crate::support::redis_cluster::Cluster::start(test, &["--appendonly", "no"]) else { return };
     race(&format!("redis {} {}", fresh_schema("idem-budget-races"), cluster.url()));
 }

@@ -13,6 +13,8 @@ pub mod mcp;
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+pub mod redis_cluster;
 pub mod stable_identifiers;
 
 #[allow(unused_imports)] // not every binary uses the billing tools

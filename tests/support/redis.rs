@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn under_ci() -> bool {
+pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0")
 }
 
@@ -228,54 +228,5 @@ impl Drop for Server {
             self.thaw();
             self.kill();
         }
-    }
-}
-
-/// A Redis Cluster of the test's own: three primaries and three replicas on loopback
-/// (`.ci/redis-cluster`), stopped when dropped.
-pub struct Cluster {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Cluster {
-    /// Starts a cluster whose nodes also get `options` (e.g. `["--appendonly", "no"]`), or
-    /// `None` after saying loudly that `test` is skipped when `redis-server` is not installed.
-    pub fn start(test: &str, options: &[&str]) -> Option<Cluster> {
-        if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
-            assert!(!under_ci(), "{test}: redis-server is not installed under CI (see .ci/redis-cluster)");
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: install redis-server");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/redis-cluster");
-        let started = Command::new("bash")
-            .arg(script)
-            .arg("start")
-            .arg(dir.path().join("nodes"))
-            .args(options)
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap();
-        assert!(started.status.success(), "{test}: .ci/redis-cluster start failed");
-        let url = String::from_utf8(started.stdout).unwrap().trim().to_owned();
-        Some(Cluster { dir, url })
-    }
-
-    /// Its `redis+cluster://` URL, naming the three primaries.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Where the nodes' files are: `ports` (primaries first), and a directory per port.
-    pub fn nodes(&self) -> std::path::PathBuf {
-        self.dir.path().join("nodes")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/redis-cluster");
-        let _ = Command::new("bash").arg(script).arg("stop").arg(self.nodes()).status();
     }
 }

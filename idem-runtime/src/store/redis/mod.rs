@@ -122,7 +122,7 @@
 //! | the same with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas)`(n, t)` | fewer: a reservation is used only once `n` replicas acknowledged it (else `STORE_UNAVAILABLE`, the body does not run). `WAIT` does not make Redis strongly consistent: a failover may still pick a replica without the write | rare reruns |
 //! | a Redis Cluster, a primary killed or failed over (its replica elected) | what the replica had not received: replication is asynchronous, as above; each primary's persistence setting applies to a crash of its own | may run those actions again |
 //! | a Redis Cluster, a primary cut off from the majority | what it acknowledged until it noticed (up to `cluster-node-timeout`) after the others elected its replica: it rejoins as a replica and drops them | may run those actions again |
-//! | a Redis Cluster with `wait_for_replicas(1, t)` | a reservation or completion the replica had not received is not used (`STORE_UNAVAILABLE`): a kill or a manual `CLUSTER FAILOVER` then loses nothing used; a partition can still, as `WAIT` is not consensus | rare reruns |
+//! | a Redis Cluster with `wait_for_replicas(1, t)` | a reservation or completion the replica had not received is not used (`STORE_UNAVAILABLE`): a kill or a manual `CLUSTER FAILOVER` then loses nothing used; a partition can still, as `WAIT` is not consensus. A promoted primary without a replica of its own answers its shards' reservations `STORE_UNAVAILABLE` until one follows it (the old primary back, or a replica added) | rare reruns |
 //!
 //! The repository's tests kill a server with SIGKILL under load and restart it: with
 //! `appendfsync always`, no action ran twice; with `everysec`, none did on a disk that

@@ -65,7 +65,13 @@ impl RedisStoreBuilder {
     /// result, an error event (`tracing`, with how many replicas acknowledged) and the
     /// lifecycle event [`Happened::Unrecorded`](crate::telemetry::Happened::Unrecorded) say
     /// so, and it is not written again: the primary has it, so retries replay it unless a
-    /// failover loses it. See the module docs for what this does not promise.
+    /// failover loses it. A `WAIT` that fails (a failover unblocks it) counts as one that
+    /// fell short. See the module docs for what this does not promise.
+    ///
+    /// `WAIT` holds the connection it runs on (one per node and runtime): the calls behind
+    /// it wait too, up to `timeout`, while a replica lags. A primary with fewer replicas
+    /// than `replicas` (one just promoted, whose old primary has not come back as its
+    /// replica) answers every reservation `STORE_UNAVAILABLE` until enough follow it.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.wait = Some((replicas, timeout));
         self

@@ -42,11 +42,17 @@ impl RedisStore {
                 let value: Value = invocation.invoke_async(&mut connection).await?;
                 let Some((replicas, timeout)) = wait else { return Ok((value, None)) };
                 let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-                let acknowledged: i64 =
-                    redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await?;
-                let short = (acknowledged < i64::from(replicas)).then(|| {
-                    format!("WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms")
-                });
+                // The script ran: a `WAIT` that fails (a failover unblocks it and closes the
+                // connection) falls short like one that timed out, so the caller knows what ran.
+                let acknowledged: Result<i64, _> =
+                    redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut connection).await;
+                let short = match acknowledged {
+                    Ok(acknowledged) if acknowledged >= i64::from(replicas) => None,
+                    Ok(acknowledged) => Some(format!(
+                        "WAIT: {acknowledged} of {replicas} replicas acknowledged the write within {timeout_ms} ms"
+                    )),
+                    Err(error) => Some(format!("WAIT for {replicas} replicas failed: {error}")),
+                };
                 Ok((value, short))
             }
         })
