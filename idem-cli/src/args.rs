@@ -85,6 +85,8 @@ pub(crate) enum Command {
     /// a periodic run keeps up however many records came due since the last one; each batch
     /// is one short write, and the tools' own writes take their turns in between. Prints
     /// how many it removed (`--json`: {"purged": N, "batches": B}). Run it periodically.
+    /// On a Redis Cluster it also settles the budget charges that calls left between their
+    /// steps (a crash, a timeout): until a purge, such a charge still counts in its window.
     Purge {
         /// How many records each batch removes at most.
         #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
