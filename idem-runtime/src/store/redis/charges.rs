@@ -134,7 +134,7 @@ impl RedisStore {
     /// refunded, pending charges confirmed or voided and refunded (see the module docs).
     pub(super) async fn settle_charges(&self) -> Result<(), StoreError> {
         const BATCH: usize = 1000;
-        let grace_ms = 2 * i64::try_from(self.link.timeout.as_millis()).unwrap_or(i64::MAX / 4);
+        let grace_ms = i64::try_from(self.void_after.as_millis()).unwrap_or(i64::MAX / 4);
         for shard in 0..self.keys.shards() {
             loop {
                 let queued = self.index_range(shard, &self.keys.refunds(shard), 0, BATCH).await?;

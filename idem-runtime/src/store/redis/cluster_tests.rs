@@ -11,9 +11,12 @@ use super::tests::{cluster_url, fresh_prefix};
 use crate::store::budget::{BudgetQuery, Charge, UNIT};
 use crate::store::{Admin, BudgetStore, RecordId, Reservation, Reserve, Store, StoreError, block_on};
 
-/// A store whose purge voids a pending charge 100 ms after it was made (twice its timeout).
+/// A store whose purge voids a pending charge 100 ms after it was made (twice an
+/// operation timeout would be 10 s).
 fn quick(url: &str) -> RedisStore {
-    RedisStore::builder(url).prefix(&fresh_prefix()).operation_timeout(Duration::from_millis(50)).build().unwrap()
+    let mut store = RedisStore::builder(url).prefix(&fresh_prefix()).build().unwrap();
+    store.void_after = Duration::from_millis(100);
+    store
 }
 
 fn id(key: &str) -> RecordId<'_> {

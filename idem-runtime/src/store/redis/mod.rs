@@ -197,6 +197,9 @@ pub struct RedisStore {
     keys: fields::Keys,
     wait: Option<(u32, Duration)>,
     expire_after_retention: Duration,
+    /// On a cluster, how old a pending charge must be before a purge may void it: twice
+    /// the operation timeout, by when its reservation has answered or been given up on.
+    void_after: Duration,
 }
 
 impl std::fmt::Debug for RedisStore {

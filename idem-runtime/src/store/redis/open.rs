@@ -177,6 +177,7 @@ impl RedisStoreBuilder {
             keys,
             wait: self.wait,
             expire_after_retention: self.expire_after_retention,
+            void_after: self.operation_timeout.saturating_mul(2),
         })
     }
 }
