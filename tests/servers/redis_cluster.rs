@@ -272,6 +272,25 @@ fn assert_promises(
     );
 }
 
+/// What a failover test saw, on stderr: for a failure's context and a run's figures.
+fn report(
+    test: &str,
+    timeline: &[String],
+    (shop, answers, last): (&Shop, &Answers, &BTreeMap<u32, Result<u32, ErrorCode>>),
+    moved: usize,
+    began: Instant,
+) {
+    eprintln!(
+        "{test}: {}; threads: {}; last pass: {:?}; completions unrecorded: {:?}; {moved} orders on the moved shards; \
+         {:?} in all",
+        timeline.join("; "),
+        answers.summary(),
+        tally(last),
+        shop.unrecorded.lock().unwrap(),
+        began.elapsed()
+    );
+}
+
 /// The last pass's answers: how many of each.
 fn tally(last: &BTreeMap<u32, Result<u32, ErrorCode>>) -> BTreeMap<String, usize> {
     let mut tally = BTreeMap::new();
@@ -363,16 +382,7 @@ fn a_killed_primarys_replica_takes_over_calls_answer_store_unavailable_meanwhile
         ));
     });
     let moved = orders_on(replica);
-    eprintln!(
-        "{test}: {}; threads: {}; last pass: {:?}; completions unrecorded: {:?}; {} orders on the moved shards; \
-         {:?} in all",
-        timeline.join("; "),
-        answers.summary(),
-        tally(&last),
-        shop.unrecorded.lock().unwrap(),
-        moved.len(),
-        began.elapsed()
-    );
+    report(test, &timeline, (&shop, &answers, &last), moved.len(), began);
     assert!(unavailable > 0, "the kill must land under load: no STORE_UNAVAILABLE from the kill on");
     assert_promises(&shop, &answers, &last, &moved);
     assert_eq!(role(victim).unwrap()[0], "slave", "the killed node came back as a replica");
@@ -404,15 +414,6 @@ fn a_manual_failover_loses_nothing() {
         timeline.push(format!("{} calls before the failover; roles swapped after {:?}", before, started.elapsed()));
     });
     let moved = orders_on(replica);
-    eprintln!(
-        "{test}: {}; threads: {}; last pass: {:?}; completions unrecorded: {:?}; {} orders on the moved shards; \
-         {:?} in all",
-        timeline.join("; "),
-        answers.summary(),
-        tally(&last),
-        shop.unrecorded.lock().unwrap(),
-        moved.len(),
-        began.elapsed()
-    );
+    report(test, &timeline, (&shop, &answers, &last), moved.len(), began);
     assert_promises(&shop, &answers, &last, &moved);
 }
