@@ -43,7 +43,10 @@ use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, RedisError, Server
 use tokio::runtime::{self, Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
+use self::route::NO_ROUTE;
 use crate::store::StoreError;
+
+mod route;
 
 /// The IO thread; it stops when this is dropped.
 pub(super) struct Io {
@@ -127,11 +130,6 @@ pub(super) struct Link {
     mark_due: AtomicBool,
 }
 
-const NO_ROUTE: usize = usize::MAX;
-
-/// How many `MOVED` answers one operation follows before it gives up.
-const MOST_REDIRECTS: usize = 5;
-
 /// A Redis failure in one operation, as `STORE_UNAVAILABLE` names it: the store, the
 /// operation, the server's or the client's words.
 #[derive(Debug)]
@@ -194,43 +192,6 @@ impl Link {
         }
     }
 
-    /// The node to send `shard`'s operations to: its route, else the next node known.
-    fn node_for(&self, shard: usize) -> usize {
-        match self.routes[shard].load(Ordering::Relaxed) {
-            NO_ROUTE => {
-                let known = self.nodes.lock().unwrap_or_else(PoisonError::into_inner).len();
-                self.next_node.fetch_add(1, Ordering::Relaxed) % known
-            }
-            node => node,
-        }
-    }
-
-    fn node_count(&self) -> usize {
-        self.nodes.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    /// `shard` is served by the node at `addr` (`host:port`, as `MOVED` names it).
-    fn route(&self, shard: usize, addr: &str) {
-        let Some((host, port)) = addr.rsplit_once(':').and_then(|(host, port)| Some((host, port.parse().ok()?))) else {
-            return self.unroute(shard);
-        };
-        let addr = ConnectionAddr::Tcp(host.trim_start_matches('[').trim_end_matches(']').to_owned(), port);
-        let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        let known = nodes.iter().position(|node| same_node(node, &addr));
-        let node = known.unwrap_or_else(|| {
-            nodes.push(addr);
-            nodes.len() - 1
-        });
-        self.routes[shard].store(node, Ordering::Relaxed);
-    }
-
-    /// Forgets where `shard` is served (a cluster only): its node failed.
-    fn unroute(&self, shard: usize) {
-        if self.cluster {
-            self.routes[shard].store(NO_ROUTE, Ordering::Relaxed);
-        }
-    }
-
     /// The live connection of `driver` to `node`, opened (on the runtime that polls this,
     /// which is the driver's) when there is none or the one there is dead.
     async fn connection(&self, driver: Driver, node: usize) -> Result<Connection, RedisError> {
@@ -289,70 +250,6 @@ impl Link {
             self.mark_due.store(true, Ordering::Relaxed);
         }
         marked
-    }
-
-    /// Runs `call` on the node that serves `shard`, following `MOVED` and trying the next
-    /// node when one cannot be connected to: the two cases where nothing ran. `used` is
-    /// the node last sent to, for the deadline to close its connection.
-    async fn routed<T, F, Fut>(
-        &self,
-        driver: Driver,
-        shard: usize,
-        used: &AtomicUsize,
-        call: &F,
-    ) -> Result<T, RedisError>
-    where
-        F: Fn(MultiplexedConnection) -> Fut,
-        Fut: Future<Output = Result<T, RedisError>>,
-    {
-        let (mut redirects, mut refused) = (0, 0);
-        loop {
-            let node = self.node_for(shard);
-            used.store(node, Ordering::Relaxed);
-            let connection = match self.connection(driver, node).await {
-                Ok(connection) => connection,
-                Err(error) => {
-                    self.unroute(shard);
-                    refused += 1;
-                    if self.cluster && refused < self.node_count() {
-                        continue;
-                    }
-                    return Err(error);
-                }
-            };
-            match call(connection.multiplexed.clone()).await {
-                Err(error) if self.cluster && error.kind() == ErrorKind::Server(ServerErrorKind::Moved) => {
-                    let Some((addr, _slot)) = error.redirect_node() else { return Err(error) };
-                    self.route(shard, addr);
-                    redirects += 1;
-                    if redirects > MOST_REDIRECTS {
-                        return Err(error);
-                    }
-                }
-                Err(error) => {
-                    if error.is_io_error()
-                        || error.is_connection_dropped()
-                        || error.is_unrecoverable_error()
-                        || error.is_timeout()
-                    {
-                        self.forget(driver, node);
-                        self.unroute(shard);
-                    }
-                    return Err(error);
-                }
-                Ok(value) => return Ok(value),
-            }
-        }
-    }
-}
-
-/// Whether two addresses name the same node.
-fn same_node(a: &ConnectionAddr, b: &ConnectionAddr) -> bool {
-    match (a, b) {
-        (ConnectionAddr::Tcp(host_a, port_a), ConnectionAddr::Tcp(host_b, port_b)) => {
-            host_a == host_b && port_a == port_b
-        }
-        _ => false,
     }
 }
 
