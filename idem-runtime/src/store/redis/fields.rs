@@ -1,5 +1,6 @@
 //! Key names, and records and budget windows read back from their hashes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use redis::Value;
@@ -14,6 +15,18 @@ use crate::store::{Record, RecordId, RecordState, StoreError, Token};
 /// records, and keeps what the operator's listing reads per index to 64 small sorted sets.
 /// It is part of the key layout: changing it would strand the records already written.
 pub(super) const CLUSTER_SHARDS: usize = 64;
+
+/// FNV-1a over what is written into it.
+struct Fnv1a(u64);
+
+impl std::fmt::Write for Fnv1a {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        for byte in text.bytes() {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(())
+    }
+}
 
 /// The names of a store's keys: on one server, every key starts with the prefix (the
 /// layout of every earlier version); on a cluster, with `<prefix>:{<shard>}`.
@@ -30,32 +43,33 @@ impl Keys {
     }
 
     /// What every key of `shard` starts with.
-    fn base(&self, shard: usize) -> String {
+    fn base(&self, shard: usize) -> Cow<'_, str> {
         match self.cluster {
-            true => format!("{}:{{{shard}}}", self.prefix),
-            false => self.prefix.clone(),
+            true => Cow::Owned(format!("{}:{{{shard}}}", self.prefix)),
+            false => Cow::Borrowed(&self.prefix),
         }
     }
 
-    /// The shard of a name (a record's, a budget's and scope's): FNV-1a, a hash that never
-    /// changes between versions, as the names it places must not.
-    fn shard_of(&self, name: &str) -> usize {
+    /// The shard of a name written by `name` (a record's, a budget's and scope's): FNV-1a,
+    /// a hash that never changes between versions, as the names it places must not. On one
+    /// server nothing is hashed, and nothing is written out on a cluster either.
+    fn shard_of(&self, name: std::fmt::Arguments<'_>) -> usize {
         if !self.cluster {
             return 0;
         }
-        let hash = name
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
-        (hash % CLUSTER_SHARDS as u64) as usize
+        let mut hash = Fnv1a(0xcbf2_9ce4_8422_2325);
+        // Writing into the hash cannot fail.
+        let _ = std::fmt::Write::write_fmt(&mut hash, name);
+        (hash.0 % CLUSTER_SHARDS as u64) as usize
     }
 
     /// A record's shard, and the name of its hash:
     /// `<prefix>:r:<namespace length>:<namespace>:<key>` (on a cluster `<prefix>:{<shard>}:r:...`).
     /// The length keeps names unambiguous whatever the namespace holds.
     pub(super) fn record(&self, id: RecordId<'_>) -> (usize, String) {
-        let name = format!("{}:{}:{}", id.namespace.len(), id.namespace, id.key);
-        let shard = self.shard_of(&name);
-        (shard, format!("{}:r:{name}", self.base(shard)))
+        let RecordId { namespace, key } = id;
+        let shard = self.shard_of(format_args!("{}:{namespace}:{key}", namespace.len()));
+        (shard, format!("{}:r:{}:{namespace}:{key}", self.base(shard), namespace.len()))
     }
 
     /// What every record key of `namespace` in `shard` starts with.
@@ -111,7 +125,7 @@ impl Keys {
 
     /// The shard of a budget's windows for one scope: every window of theirs is there.
     pub(super) fn window_shard(&self, budget: &str, scope: &str) -> usize {
-        self.shard_of(&format!("{}:{budget}:{}:{scope}", budget.len(), scope.len()))
+        self.shard_of(format_args!("{}:{budget}:{}:{scope}", budget.len(), scope.len()))
     }
 
     /// A budget window's hash: `<prefix>:b:<budget length>:<budget>:<scope length>:<scope>:<start>`
