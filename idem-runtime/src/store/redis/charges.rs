@@ -145,10 +145,6 @@ impl RedisStore {
                     break;
                 }
             }
-            let mut trim = redis::cmd("ZREMRANGEBYSCORE");
-            trim.arg(self.keys.charges(shard)).arg("-inf").arg(format!("({}", self.server_now(shard).await?));
-            let _: i64 = self.command("purge", shard, trim).await?;
-
             let mut members = redis::cmd("SMEMBERS");
             members.arg(self.keys.windows(shard));
             let windows: Vec<String> = self.command("purge", shard, members).await?;
@@ -156,6 +152,10 @@ impl RedisStore {
             for (window, fields) in windows.iter().zip(hashes) {
                 self.settle_pending(window, &fields, now - grace_ms).await?;
             }
+            // The entries of windows that are gone: no charge of theirs can be settled now.
+            let mut trim = redis::cmd("ZREMRANGEBYSCORE");
+            trim.arg(self.keys.charges(shard)).arg("-inf").arg(format!("({now}"));
+            let _: i64 = self.command("purge", shard, trim).await?;
         }
         Ok(())
     }
@@ -198,12 +198,6 @@ impl RedisStore {
         score.arg(self.keys.charges(shard)).arg(format!("h\n{window}\n{id}"));
         let found: Option<String> = self.command("purge", shard, score).await?;
         Ok(if found.is_some() { "held".to_owned() } else { String::new() })
-    }
-
-    /// The server's clock in ms, on the node serving `shard`.
-    async fn server_now(&self, shard: usize) -> Result<i64, StoreError> {
-        let (now, _) = self.read_keys("purge", shard, Vec::new()).await?;
-        Ok(now)
     }
 }
 

@@ -120,6 +120,11 @@ fn a_held_charge_left_unconfirmed_is_kept_by_purges_and_refunded_once_by_its_rel
     assert_eq!(used(&store, "held"), 0, "the release refunds it");
     block_on(store.purge(100)).unwrap();
     assert_eq!(used(&store, "held"), 0, "once");
+    // A second refund of the same charge (a caller and a purge both at it) changes nothing.
+    block_on(store.charge_pending(id("other"), one_of("held", 5))).unwrap().unwrap();
+    let (shard, _) = store.keys.record(id("held"));
+    block_on(store.refund_released(shard, &format!("{}\n{}\n{UNIT}", pending.window, pending.id)));
+    assert_eq!(used(&store, "held"), UNIT, "a refunded charge is not refunded again");
 }
 
 /// Racing first calls of one key on a cluster: one acquires, the others replay or are
