@@ -220,14 +220,15 @@ fn check_conflict(action: &Action, at_ms: i64, amount: u32, stored: &Value, requ
 
 /// Whether two effects of one refund are the documented limit: one of them was made by a
 /// caller that took the key over when its hook found nothing at the provider, while the
-/// other call, past its lease but alive (stopped, cut off from the store), was still in its
-/// body and had not sent its effect yet. Either may reach the provider first.
+/// other call, past its lease but alive (stopped, cut off from the store), held the key and
+/// had not sent its effect yet. It may have been stopped anywhere after its reservation:
+/// before its body began, or in it. Either may reach the provider first.
 fn explained_by_hook(action: &Action, first: &Row, second: &Row) -> bool {
     action.tool == Tool::Refund && (taken_over(action, second, first) || taken_over(action, first, second))
 }
 
 /// Whether `taker` made its effect after a hook answered "not done" without seeing `other`,
-/// whose body had begun before that hook asked.
+/// whose call held the key before that hook asked.
 fn taken_over(action: &Action, taker: &Row, other: &Row) -> bool {
     let last_before =
         |pid: u32, at_ms: i64| action.lines.iter().rev().filter(move |line| line.pid == pid && line.at_ms <= at_ms);
@@ -236,11 +237,22 @@ fn taken_over(action: &Action, taker: &Row, other: &Row) -> bool {
         _ => None,
     });
     let Some((asked_ms, "not done", seen)) = hook else { return false };
-    let other_entered = last_before(other.pid, other.at_ms).find_map(|line| match &line.event {
-        Event::Enter { .. } => Some(line.at_ms),
-        _ => None,
-    });
-    seen < other.id && other_entered.is_some_and(|entered| entered <= asked_ms)
+    seen < other.id && held_from(action, other).is_some_and(|held| held <= asked_ms)
+}
+
+/// When the call that made `effect` began to hold its key, at the latest: the body that sent
+/// it is the last to begin in its process before the effect; its thread's calls run one at a
+/// time, so the call is that thread's last start before the body, or, when the call took
+/// the key over itself, its own hook's answer after that start. (The start is written before
+/// the reservation is asked for, so it bounds the reservation from below.)
+fn held_from(action: &Action, effect: &Row) -> Option<i64> {
+    let mut earlier = action.lines.iter().rev().filter(|line| line.pid == effect.pid && line.at_ms <= effect.at_ms);
+    let body = earlier.find(|line| matches!(line.event, Event::Enter { .. }))?;
+    let thread = body.event.thread();
+    earlier
+        .filter(|line| line.event.thread() == thread)
+        .find(|line| matches!(line.event, Event::Start { .. } | Event::Hook { .. }))
+        .map(|line| line.at_ms)
 }
 
 /// Ship's budget: per tenant, at most SHIP_LIMIT actions with an effect.
