@@ -252,6 +252,8 @@ mod record;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) mod repeats;
 mod sqlite;
 
 use std::time::Duration;

@@ -273,8 +273,8 @@ struct Inner {
     /// See [`PgStoreBuilder::lock_timeout`].
     lock_timeout: Duration,
     migrated: OnceCell<()>,
-    /// Whether reservations read first: see `ops::Repeats`.
-    repeats: ops::Repeats,
+    /// Whether reservations read first: see `store::repeats`.
+    repeats: crate::store::repeats::Repeats,
 }
 
 impl std::fmt::Debug for PgStore {

@@ -10,7 +10,7 @@ use tokio_postgres::{Config, NoTls};
 
 use super::pool::{Connect, Pool};
 use super::schema::Queries;
-use super::{DATABASE_URL_ENV, IDEM_LOCK_WAIT, Inner, MakeTlsConnect, PgStore, Socket, TlsConnect, ops};
+use super::{DATABASE_URL_ENV, IDEM_LOCK_WAIT, Inner, MakeTlsConnect, PgStore, Socket, TlsConnect};
 use crate::store::StoreError;
 
 impl PgStore {
@@ -177,7 +177,7 @@ impl PgStoreBuilder {
             described,
             lock_timeout,
             migrated: OnceCell::new(),
-            repeats: ops::Repeats::default(),
+            repeats: crate::store::repeats::Repeats::default(),
         };
         Ok(PgStore { inner: Arc::new(inner) })
     }

@@ -1,6 +1,5 @@
 //! The store's operations: one prepared statement each, fenced by token.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::Row;
@@ -13,49 +12,6 @@ use crate::store::{Completion, Record, RecordId, RecordState, Renew, Reservation
 
 /// How often `reserve` tries again when the record it lost to vanished before it was read.
 const RESERVE_ROUNDS: usize = 3;
-
-/// Which statement a reservation starts with, learnt from this store's last ones.
-///
-/// A reservation that finds no record is served best by the one-statement reservation
-/// (`Sql::Reserve`: read, and insert if there is none, in one round trip). A repeat is
-/// served best by a plain `SELECT`: the reservation statement is planned and run as an
-/// `INSERT` even when it inserts nothing (the table's and its indexes' locks, the
-/// `ON CONFLICT` machinery): about 40 us more than the `SELECT` per replay on this machine
-/// (issue 16, `cargo bench`, durable server: a replay at 1.67-1.73x a hand-written
-/// `SELECT`, 1.26-1.33x reading first), while reading first costs a first call a round
-/// trip (1.14-1.28x a hand-written first call, 1.24-1.39x reading first).
-///
-/// So the store keeps a score of its recent reservations: up for each that found a record,
-/// down for each that made one, within `0..=MAX`; above the middle it reads first (and
-/// runs the reservation statement only when the read found nothing), otherwise it starts
-/// with the reservation statement. Traffic of first calls keeps the one round trip; a
-/// stretch of retries (a client that replays a batch, a redelivery storm) turns to reads
-/// within a few calls. Either way the answer is the same: only the statements differ.
-#[derive(Debug, Default)]
-pub(super) struct Repeats {
-    score: AtomicU32,
-    /// Tests run the conformance checks with every reservation reading first.
-    #[cfg(test)]
-    pub(super) always_read_first: std::sync::atomic::AtomicBool,
-}
-
-impl Repeats {
-    const MAX: u32 = 16;
-
-    pub(super) fn read_first(&self) -> bool {
-        #[cfg(test)]
-        if self.always_read_first.load(Ordering::Relaxed) {
-            return true;
-        }
-        self.score.load(Ordering::Relaxed) > Self::MAX / 2
-    }
-
-    pub(super) fn saw(&self, existing: bool) {
-        let _ = self.score.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |score| {
-            Some(if existing { (score + 1).min(Self::MAX) } else { score.saturating_sub(1) })
-        });
-    }
-}
 
 impl PgStore {
     /// Runs a prepared statement that returns at most one row.

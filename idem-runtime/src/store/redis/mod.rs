@@ -200,6 +200,8 @@ pub struct RedisStore {
     /// On a cluster, how old a pending charge must be before a purge may void it: twice
     /// the operation timeout, by when its reservation has answered or been given up on.
     void_after: Duration,
+    /// Whether reservations read first: see `store::repeats`.
+    repeats: crate::store::repeats::Repeats,
 }
 
 impl std::fmt::Debug for RedisStore {

@@ -178,6 +178,7 @@ impl RedisStoreBuilder {
             wait: self.wait,
             expire_after_retention: self.expire_after_retention,
             void_after: self.operation_timeout.saturating_mul(2),
+            repeats: Default::default(),
         })
     }
 }

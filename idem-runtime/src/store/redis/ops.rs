@@ -95,7 +95,42 @@ impl RedisStore {
         }
     }
 
+    /// A reservation (charging `charge` if any): after a stretch of repeats, it reads the
+    /// record first and answers a settled one from that read (see `store::repeats`).
     pub(super) async fn reserve_async(
+        &self,
+        request: Reserve<'_>,
+        charge: Option<Charge<'_>>,
+    ) -> Result<Reservation, StoreError> {
+        if self.repeats.read_first()
+            && let Some(settled) = self.settled(request.id).await?
+        {
+            self.repeats.saw(true);
+            return Ok(Reservation::Existing(settled));
+        }
+        let reserved = self.reserve_scripted(request, charge).await;
+        if let Ok(reservation) = &reserved {
+            self.repeats.saw(matches!(reservation, Reservation::Existing(_)));
+        }
+        reserved
+    }
+
+    /// The record of `id` when it is settled, read with one `HGETALL`. A settled record only
+    /// changes when it is purged, so the read's answer is a replay's; a running one's lease is
+    /// judged by the server's clock, which only the reservation's script reads.
+    async fn settled(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+        let (shard, record) = self.keys.record(id);
+        let mut command = redis::cmd("HGETALL");
+        command.arg(record);
+        let found: std::collections::HashMap<String, String> = self.command("reserve", shard, command).await?;
+        if !matches!(found.get("state").map(String::as_str), Some("completed" | "failed")) {
+            return Ok(None);
+        }
+        // A settled record has no lease: the time is not read.
+        fields::record(&found, 0, &format!("{}/{}", id.namespace, id.key))
+    }
+
+    async fn reserve_scripted(
         &self,
         request: Reserve<'_>,
         charge: Option<Charge<'_>>,

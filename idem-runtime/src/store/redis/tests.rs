@@ -95,6 +95,52 @@ fn passes_the_conformance_checks_on_a_cluster() {
     conforms(&url);
 }
 
+/// The same checks with every reservation reading the record first (what a stretch of
+/// repeats turns on), on one server and on a cluster.
+#[test]
+fn passes_the_conformance_checks_reading_first() {
+    let urls = [
+        url("passes_the_conformance_checks_reading_first"),
+        cluster_url("passes_the_conformance_checks_reading_first (cluster)"),
+    ];
+    for url in urls.into_iter().flatten() {
+        let reading_first = || {
+            let store = store(&url);
+            store.repeats.always_read_first.store(true, Ordering::Relaxed);
+            store
+        };
+        check_store(reading_first);
+        check_budgets(reading_first);
+    }
+}
+
+/// A stretch of repeats turns reservations to reading first; a stretch of first calls
+/// turns them back; every answer stays what it was, a running record's included.
+#[test]
+fn reservations_read_first_after_repeats_and_not_after_first_calls() {
+    let Some(url) = url("reservations_read_first_after_repeats_and_not_after_first_calls") else { return };
+    let store = store(&url);
+    let reserve =
+        |key: &str| block_on(store.reserve(Reserve { id: id(key), request: "{}", lease: Duration::from_secs(60) }));
+    let token = acquire(&store, "repeated", Duration::from_secs(60));
+    block_on(store.complete(id("repeated"), token, Completion::Success("1"), Duration::from_secs(60))).unwrap();
+    acquire(&store, "running", Duration::from_secs(60));
+    for _ in 0..20 {
+        assert!(matches!(reserve("repeated"), Ok(Reservation::Existing(_))));
+    }
+    assert!(store.repeats.read_first());
+    let Ok(Reservation::Existing(running)) = reserve("running") else { panic!("the running record is found") };
+    assert!(matches!(running.state, RecordState::InProgress { lease_expired: false, .. }), "{running:?}");
+    let Ok(Reservation::Existing(replayed)) = reserve("repeated") else { panic!("the settled record is found") };
+    assert!(matches!(replayed.state, RecordState::Completed { ref result } if result == "1"), "{replayed:?}");
+    for i in 0..20 {
+        let key = format!("new-{i}");
+        assert!(matches!(reserve(&key), Ok(Reservation::Acquired { .. })), "{key}");
+    }
+    assert!(!store.repeats.read_first());
+    assert!(matches!(reserve("new-0"), Ok(Reservation::Existing(_))));
+}
+
 /// Powertools TypeScript #5714: a reader finds an abandoned call, the holder completes,
 /// and the reader's take-over, based on what it read, must change nothing: no overwrite
 /// of the result, no rerun.
