@@ -1,18 +1,23 @@
 //! Budgets in PostgreSQL: the windows in `idem_budgets`, each record's charge in its own
 //! row (`charge_budget`, `charge_scope`, `charge_start_ms`, `charge_amount`).
 //!
-//! A charged reservation reads the record first (a repeat charges nothing and locks no
-//! window), then runs one READ COMMITTED transaction: the charge (`Sql::Charge`, one
-//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim + raised`, added in
-//! `numeric` so that sums past a `bigint` are refused rather than fail; it locks the
-//! window's row, so concurrent charges of one window take turns and each sees the last
-//! one's use), then the record's insert. A charge that does not fit, or a record that
-//! exists after all, rolls the transaction back: nothing charged, no record. The window's
-//! row stays locked until the commit, so the charge waits for it up to the store's
-//! [`lock_timeout`](super::PgStoreBuilder::lock_timeout) (5 s), not [`IDEM_LOCK_WAIT`]
-//! (100 ms): many first calls of one budget queue there. The record's insert still waits
-//! at most `IDEM_LOCK_WAIT` for a [`begin`](super::PgStore::begin) transaction that holds
-//! its key.
+//! A charged reservation is one round trip: one statement calls the schema's
+//! `idem_reserve_charged` function (migration 5), which runs in that statement's
+//! transaction what the client once did in five (read, begin, charge, insert, commit):
+//!
+//! - a record that exists is returned: a repeat charges nothing and locks no window;
+//! - the charge (an `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim +
+//!   raised`, added in `numeric` so that sums past a `bigint` are refused rather than fail)
+//!   locks the window's row, so concurrent charges of one window take turns and each sees
+//!   the last one's use; a charge that does not fit changes nothing;
+//! - then the record's insert, carrying its charge; a record another caller committed
+//!   meanwhile wins, and the charge is undone before anyone could see it.
+//!
+//! The window's row stays locked until the statement ends, so the charge waits for it up
+//! to the store's [`lock_timeout`](super::PgStoreBuilder::lock_timeout) (5 s), not
+//! [`IDEM_LOCK_WAIT`] (100 ms): many first calls of one budget queue there. The record's
+//! insert still waits at most `IDEM_LOCK_WAIT` for a [`begin`](super::PgStore::begin)
+//! transaction that holds its key.
 //!
 //! [`IDEM_LOCK_WAIT`]: super::IDEM_LOCK_WAIT
 
@@ -20,16 +25,16 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use super::ops::{decode, locked_or_backend, token_of};
+use super::ops::{decode, token_of};
 use super::schema::{Sql, set_lock_timeout};
-use super::transaction::both;
 use super::{IDEM_LOCK_WAIT, PgStore, backend, duration_ms};
-use crate::store::budget::{Adjusted, BudgetWindow, Charge, takes};
+use crate::store::budget::{Adjusted, BudgetWindow, Charge};
 use crate::store::{BudgetStore, RecordId, Reservation, Reserve, StoreError, Token};
 
-/// How often a charged reservation tries again when the record it lost to vanished
-/// before it was read.
-const RESERVE_ROUNDS: usize = 3;
+/// Where the record's columns start in a row of `idem_reserve_charged`, after what happened.
+const RECORD_AT: usize = 1;
+/// Where the window's columns start: after the record's ten.
+const WINDOW_AT: usize = 11;
 
 /// A charged reservation: see the module's docs.
 impl BudgetStore for PgStore {
@@ -42,79 +47,32 @@ impl PgStore {
     async fn reserve_charging(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
         let id = request.id;
         let lease = duration_ms(request.lease);
+        let waits = [self.inner.lock_timeout, IDEM_LOCK_WAIT].map(|wait| wait.as_millis().clamp(1, i32::MAX as u128));
+        let [window_wait, record_wait] = waits.map(|ms| ms.to_string());
+        let params: [&(dyn ToSql + Sync); 12] = [
+            &id.namespace,
+            &id.key,
+            &request.request,
+            &lease,
+            &charge.budget,
+            &charge.scope,
+            &charge.window_ms,
+            &charge.limit,
+            &charge.amount,
+            &charge.past_limit,
+            &window_wait,
+            &record_wait,
+        ];
         let mut conn = self.conn().await?;
-        let queries = &self.inner.queries;
-        let read = conn.statement(queries, Sql::Read).await?;
-        let charging = conn.statement(queries, Sql::Charge).await?;
-        let window = conn.statement(queries, Sql::Window).await?;
-        let insert = conn.statement(queries, Sql::InsertCharged).await?;
-        let wait_for_window = set_lock_timeout(self.inner.lock_timeout);
-        let wait_for_record = set_lock_timeout(IDEM_LOCK_WAIT);
-        let charge_params: [&(dyn ToSql + Sync); 6] =
-            [&charge.budget, &charge.scope, &charge.window_ms, &charge.limit, &charge.amount, &charge.past_limit];
-        for _ in 0..RESERVE_ROUNDS {
-            if let Some(row) = conn.client.query_opt(&read, &[&id.namespace, &id.key]).await.map_err(backend)? {
-                return Ok(Reservation::Existing(decode(id, &row, 0)?));
-            }
-            // Dropped without a commit, the transaction rolls back (tokio-postgres sends
-            // ROLLBACK before the connection serves anyone else).
-            let tx = conn.client.transaction().await.map_err(backend)?;
-            let (waits, charged) =
-                both(tx.batch_execute(&wait_for_window), tx.query_opt(&charging, &charge_params)).await;
-            waits.map_err(backend)?;
-            let start_ms = match charged.map_err(backend)? {
-                Some(row) => {
-                    let mut charged = window_of(&row)?;
-                    // A window that existed took the charge only if it fit (the statement's
-                    // WHERE); a new one took it whatever it was.
-                    if takes(charged.used - charge.amount, charged.raised, &charge) {
-                        charged.start_ms
-                    } else {
-                        // A new window that this one charge passes: as it was before it.
-                        charged.used -= charge.amount;
-                        tx.rollback().await.map_err(backend)?;
-                        return Ok(Reservation::OverBudget(charged));
-                    }
-                }
-                None => {
-                    // The transaction's `now()` is the charge's: the same window.
-                    let key: [&(dyn ToSql + Sync); 3] = [&charge.budget, &charge.scope, &charge.window_ms];
-                    let refused = tx.query_opt(&window, &key).await.map_err(backend)?;
-                    let refused = refused.ok_or_else(|| StoreError::Backend("the window that refused is gone".into()));
-                    let mut refused = window_of(&refused?)?;
-                    refused.limit = charge.limit;
-                    tx.rollback().await.map_err(backend)?;
-                    return Ok(Reservation::OverBudget(refused));
-                }
-            };
-            let record: [&(dyn ToSql + Sync); 8] = [
-                &id.namespace,
-                &id.key,
-                &request.request,
-                &lease,
-                &charge.budget,
-                &charge.scope,
-                &start_ms,
-                &charge.amount,
-            ];
-            let (waits, inserted) = both(tx.batch_execute(&wait_for_record), tx.query_opt(&insert, &record)).await;
-            waits.map_err(backend)?;
-            if let Some(row) = inserted.map_err(locked_or_backend)? {
-                let token = token_of(id, row.try_get(0))?;
-                tx.commit().await.map_err(backend)?;
-                return Ok(Reservation::Acquired { token });
-            }
-            // Another caller's record committed since the read: refund by rolling back, and
-            // read it (or try again if it was released meanwhile).
-            tx.rollback().await.map_err(backend)?;
+        let reserve = conn.statement(&self.inner.queries, Sql::ReserveCharged).await?;
+        let row = conn.client.query_one(&reserve, &params).await.map_err(charge_failed)?;
+        let outcome: &str = row.try_get(0).map_err(backend)?;
+        match outcome {
+            "acquired" => Ok(Reservation::Acquired { token: token_of(id, row.try_get(RECORD_AT))? }),
+            "existing" => Ok(Reservation::Existing(decode(id, &row, RECORD_AT)?)),
+            "over" => Ok(Reservation::OverBudget(window_at(&row, WINDOW_AT)?)),
+            other => Err(StoreError::Backend(format!("idem_reserve_charged answered {other:?}").into())),
         }
-        Err(StoreError::Backend(
-            format!(
-                "reserving {}/{}: the existing record vanished {RESERVE_ROUNDS} times in a row",
-                id.namespace, id.key
-            )
-            .into(),
-        ))
     }
 
     /// [`Store::release`](crate::store::Store::release): deletes the record and
@@ -142,23 +100,44 @@ impl PgStore {
     }
 }
 
+/// A charged reservation's failure: [`StoreError::Locked`] when the record's insert gave up
+/// waiting for a row that a [`PgStore::begin`] transaction inserted and has not committed;
+/// a charge that gave up waiting for its window's row (charges queueing past the store's
+/// lock timeout) is the backend's error, as any statement's that waited that long.
+fn charge_failed(error: tokio_postgres::Error) -> StoreError {
+    let waited_for_window = || {
+        let db = error.as_db_error();
+        db.and_then(|db| db.where_()).is_some_and(|context| context.contains("INSERT INTO idem_budgets"))
+    };
+    if error.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) && !waited_for_window() {
+        StoreError::Locked
+    } else {
+        backend(error)
+    }
+}
+
 /// A window from [`WINDOW_COLUMNS`](super::schema::WINDOW_COLUMNS).
 pub(super) fn window_of(row: &Row) -> Result<BudgetWindow, StoreError> {
+    window_at(row, 0)
+}
+
+/// A window from [`WINDOW_COLUMNS`](super::schema::WINDOW_COLUMNS), starting at column `at`.
+fn window_at(row: &Row, at: usize) -> Result<BudgetWindow, StoreError> {
     let unreadable = |e: tokio_postgres::Error| StoreError::Corrupt(format!("a budget window: {e}"));
-    let get_i64 = |at: usize| row.try_get::<_, i64>(at).map_err(unreadable);
-    let by: Option<String> = row.try_get(7).map_err(unreadable)?;
+    let get_i64 = |column: usize| row.try_get::<_, i64>(at + column).map_err(unreadable);
+    let by: Option<String> = row.try_get(at + 7).map_err(unreadable)?;
     let adjusted = match by {
         Some(by) => Some(Adjusted {
             by,
-            at_ms: row.try_get::<_, Option<i64>>(8).map_err(unreadable)?.unwrap_or(0),
-            change: row.try_get::<_, Option<String>>(9).map_err(unreadable)?.unwrap_or_default(),
-            note: row.try_get::<_, Option<String>>(10).map_err(unreadable)?.unwrap_or_default(),
+            at_ms: row.try_get::<_, Option<i64>>(at + 8).map_err(unreadable)?.unwrap_or(0),
+            change: row.try_get::<_, Option<String>>(at + 9).map_err(unreadable)?.unwrap_or_default(),
+            note: row.try_get::<_, Option<String>>(at + 10).map_err(unreadable)?.unwrap_or_default(),
         }),
         None => None,
     };
     Ok(BudgetWindow::new(
-        row.try_get(0).map_err(unreadable)?,
-        row.try_get(1).map_err(unreadable)?,
+        row.try_get(at).map_err(unreadable)?,
+        row.try_get(at + 1).map_err(unreadable)?,
         (get_i64(2)?, get_i64(3)?),
         get_i64(4)?,
         get_i64(5)?,

@@ -74,8 +74,10 @@
 //!
 //! # Cost per call
 //!
-//! Reserving is one statement, so a first call takes two round trips (reserve, then
-//! complete: two commits) and a replay one, read-only. Measured on a 2-core machine
+//! Reserving is one statement, with a budget too (the schema's `idem_reserve_charged`
+//! charges the window and inserts the record in that statement's transaction), so a first
+//! call takes two round trips (reserve, then complete: two commits) and a replay one,
+//! read-only. Measured on a 2-core machine
 //! against PostgreSQL 15 on loopback, 2,000 sequential calls from a multi-threaded tokio
 //! runtime, 2-3 runs each, client and server sharing the cores
 //! (`IDEM_TEST_DATABASE_URL=... cargo test --release -p idem-runtime --features postgres
@@ -93,7 +95,7 @@
 //! is mostly its two commits' disk flushes; a replay writes nothing. Against hand-written
 //! tokio-postgres doing the least the same job needs, see the repository's BENCHMARKS.md.
 //!
-//! # Schema (version 4)
+//! # Schema (version 5)
 //!
 //! All objects live in one schema (`idem` unless [`PgStoreBuilder::schema`] names
 //! another), created on first use together with its tables:
@@ -125,6 +127,7 @@
 //!     adjusted_change text, adjusted_note text,
 //!     PRIMARY KEY (budget, scope, start_ms)
 //! );
+//! CREATE FUNCTION idem_reserve_charged(...)  -- a charged reservation in one statement
 //! CREATE TABLE idem_schema_version (version integer PRIMARY KEY,
 //!     description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
 //! ```

@@ -37,6 +37,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "budgets: windows, and each record's charge",
         sql: include_str!("migrations/0004_budgets.sql"),
     },
+    Migration {
+        version: 5,
+        description: "idem_reserve_charged: a charged reservation in one round trip",
+        sql: include_str!("migrations/0005_reserve_charged.sql"),
+    },
 ];
 
 /// The schema version this code reads and writes: the last migration's.
@@ -54,9 +59,6 @@ pub(super) const NOW: &str = "date_trunc('milliseconds', now())";
 
 /// The server's clock in milliseconds since the epoch, as budget windows keep it.
 pub(super) const NOW_MS: &str = "(extract(epoch FROM date_trunc('milliseconds', now())) * 1000)::int8";
-
-/// The most a window counts, in millionths (`i64::MAX`): a charge past it is refused.
-const COUNTS_UP_TO: i64 = i64::MAX;
 
 /// A window's columns, in the order `budgets::window` reads them.
 pub(super) const WINDOW_COLUMNS: &str = "budget, scope, start_ms, window_ms, used, lim, raised, adjusted_by, \
@@ -93,20 +95,16 @@ pub(super) enum Sql {
     Abandon,
     /// `$1 limit`. Deletes the budget windows that ended a week ago too.
     Purge,
-    /// `$1 budget, $2 scope, $3 window ms, $4 limit, $5 amount, $6 past limit`: charges the
-    /// current window (creating it) if the charge fits or `$6`, and returns it; no row when a
-    /// window that exists refused it. A new window is always returned, charged: its caller
-    /// rolls back when it passed the limit.
-    Charge,
-    /// `$1 namespace, $2 key, $3 request, $4 lease ms, $5 budget, $6 scope, $7 window start,
-    /// $8 amount`: the new token, or no row.
-    InsertCharged,
-    /// `$1 budget, $2 scope, $3 window ms`: the window that holds the transaction's `now()`.
-    Window,
+    /// `$1 namespace, $2 key, $3 request, $4 lease ms, $5 budget, $6 scope, $7 window ms, $8
+    /// limit, $9 amount, $10 past limit, $11 ms to wait for the window, $12 ms to wait for the
+    /// record`: `idem_reserve_charged`'s one row: what happened (`acquired`, `existing`,
+    /// `over`), then the record's columns ([`COLUMNS`]; only the token when acquired), then the
+    /// window's ([`WINDOW_COLUMNS`], when over budget).
+    ReserveCharged,
 }
 
 impl Sql {
-    pub(super) const ALL: [Sql; 12] = [
+    pub(super) const ALL: [Sql; 10] = [
         Sql::Reserve,
         Sql::Insert,
         Sql::Read,
@@ -116,9 +114,7 @@ impl Sql {
         Sql::Release,
         Sql::Abandon,
         Sql::Purge,
-        Sql::Charge,
-        Sql::InsertCharged,
-        Sql::Window,
+        Sql::ReserveCharged,
     ];
 }
 
@@ -190,28 +186,11 @@ impl Queries {
                  DELETE FROM {table} WHERE (namespace, key) IN (SELECT namespace, key FROM {table} \
                  WHERE retain_until <= now() AND state <> 'in_progress' LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
-            // The limit of the charge is the window's from now on (limits live in code). The
-            // check adds in `numeric`: two amounts of 9e12 units pass a `bigint`, and a charge
-            // that does not fit must be refused, not fail.
-            Sql::Charge => format!(
-                "INSERT INTO {budgets} AS w (budget, scope, start_ms, window_ms, used, lim) \
-                 SELECT $1::text, $2::text, ms - mod(ms, greatest($3::int8, 1)), $3::int8, $5::int8, $4::int8 \
-                 FROM (SELECT {NOW_MS} AS ms) AS now \
-                 ON CONFLICT (budget, scope, start_ms) DO UPDATE SET used = w.used + excluded.used, lim = excluded.lim \
-                 WHERE w.used::numeric + excluded.used <= {COUNTS_UP_TO} \
-                 AND ($6::bool OR w.used::numeric + excluded.used <= excluded.lim::numeric + w.raised) \
-                 RETURNING {WINDOW_COLUMNS}"
-            ),
-            Sql::InsertCharged => format!(
-                "INSERT INTO {table} (namespace, key, state, request, created_at, updated_at, lease_until, \
-                 charge_budget, charge_scope, charge_start_ms, charge_amount) \
-                 VALUES ($1, $2, 'in_progress', $3, {NOW}, {NOW}, {NOW} + $4::int8 * interval '1 millisecond', \
-                 $5, $6, $7, $8) ON CONFLICT (namespace, key) DO NOTHING RETURNING token"
-            ),
-            Sql::Window => format!(
-                "SELECT {WINDOW_COLUMNS} FROM {budgets} WHERE budget = $1 AND scope = $2 \
-                 AND start_ms = {NOW_MS} - mod({NOW_MS}, greatest($3::int8, 1))"
-            ),
+            Sql::ReserveCharged => {
+                format!(
+                    "SELECT * FROM {schema}.idem_reserve_charged($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                )
+            }
         });
         Queries { schema: schema.to_owned(), texts: texts.into() }
     }

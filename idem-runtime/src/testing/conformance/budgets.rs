@@ -23,6 +23,7 @@ const LONG: Duration = Duration::from_secs(3600);
 pub fn check_budgets<S: BudgetStore + Admin>(make_store: impl Fn() -> S) {
     let make_store = || Waited(make_store());
     racing_first_calls_charge_exactly_the_limit(&make_store());
+    racing_first_calls_of_one_key_charge_once(&make_store());
     an_existing_key_charges_nothing_and_over_budget_makes_no_record(&make_store());
     release_refunds_and_settling_keeps_the_charge(&make_store());
     a_take_over_keeps_the_charge_and_its_release_refunds_it(&make_store());
@@ -71,6 +72,42 @@ fn racing_first_calls_charge_exactly_the_limit<S: BudgetStore + Admin>(store: &W
             used(store, &budget, ""),
             RACE_LIMIT as i64 * UNIT,
             "trial {trial}: the window must read what the acquired calls were charged"
+        );
+    }
+}
+
+/// Racing first calls of one key: one acquires and is charged; every other finds its
+/// record, whether it read before the winner's record was there or after, and whatever it
+/// charged on its way is given back.
+fn racing_first_calls_of_one_key_charge_once<S: BudgetStore + Admin>(store: &Waited<S>) {
+    for trial in 0..TRIALS {
+        let (budget, key) = (format!("one-key-{trial}"), format!("one-key-{trial}"));
+        let barrier = Barrier::new(RACERS);
+        let answers: Vec<Reservation> = std::thread::scope(|scope| {
+            let racers: Vec<_> = (0..RACERS)
+                .map(|_| {
+                    let (barrier, budget, key) = (&barrier, &budget, &key);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        charged(store, key, count(budget, "", RACERS as i64))
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|racer| racer.join().expect("a racer panicked")).collect()
+        });
+        let won = answers.iter().filter(|answer| matches!(answer, Reservation::Acquired { .. })).count();
+        let found = answers.iter().filter(|answer| matches!(answer, Reservation::Existing(_))).count();
+        assert_eq!(
+            (won, found),
+            (1, RACERS - 1),
+            "trial {trial}: of {RACERS} racing first calls of one key, exactly one must acquire it and the others \
+             find its record: {answers:?}"
+        );
+        assert_eq!(
+            used(store, &budget, ""),
+            UNIT,
+            "trial {trial}: racing first calls of one key must charge its budget once: a caller that lost the key \
+             after charging must be refunded"
         );
     }
 }

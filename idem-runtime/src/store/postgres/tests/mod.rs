@@ -188,6 +188,7 @@ fn a_version_1_schema_is_migrated_with_its_records() {
     db.sql(&format!(
         "ALTER TABLE {s}.idem_records ADD CONSTRAINT idem_records_state
              CHECK (state IN ('in_progress', 'completed', 'failed'));
+         DROP FUNCTION {s}.idem_reserve_charged;
          DROP TABLE {s}.idem_budgets;
          ALTER TABLE {s}.idem_records DROP COLUMN charge_budget, DROP COLUMN charge_scope,
              DROP COLUMN charge_start_ms, DROP COLUMN charge_amount;
@@ -210,7 +211,8 @@ fn a_version_1_schema_is_migrated_with_its_records() {
 }
 
 /// A schema at version 2 holding an in-progress record is brought to version 3 (the
-/// progress column) and 4 (budgets) by the next store that uses it: the record reads back as it was, with
+/// progress column), 4 (budgets) and 5 (the charged reservation's function) by the next
+/// store that uses it: the record reads back as it was, with
 /// no progress message, and its holder can still renew it and report progress.
 #[test]
 fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
@@ -218,9 +220,10 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     let old = db.store();
     let Ok(Reservation::Acquired { token }) = reserve(&old, "running") else { panic!("a new key is acquired") };
     let s = old.schema().to_owned();
-    // Back to what version 2 left: no progress column, no budgets, no version 3 or 4 rows.
+    // Back to what version 2 left: no progress column, no budgets, no later version rows.
     db.sql(&format!(
-        "DROP TABLE {s}.idem_budgets;
+        "DROP FUNCTION {s}.idem_reserve_charged;
+         DROP TABLE {s}.idem_budgets;
          ALTER TABLE {s}.idem_records DROP COLUMN charge_budget, DROP COLUMN charge_scope,
              DROP COLUMN charge_start_ms, DROP COLUMN charge_amount;
          ALTER TABLE {s}.idem_records DROP COLUMN progress;
@@ -236,8 +239,8 @@ fn a_version_2_schema_is_migrated_with_an_in_progress_record() {
     );
     db.sql(&format!(
         "DO $$ BEGIN
-           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '1,2,3,4' THEN
-             RAISE EXCEPTION 'not migrated to 4';
+           IF (SELECT string_agg(version::text, ',' ORDER BY version) FROM {s}.idem_schema_version) <> '1,2,3,4,5' THEN
+             RAISE EXCEPTION 'not migrated to 5';
            END IF;
          END $$;"
     ))
