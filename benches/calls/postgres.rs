@@ -17,8 +17,8 @@ use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
     AMOUNT, Args, AsyncTools, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, OTHER_AMOUNT, PERIOD, REQUEST_JSON,
-    ToolError, body, conflict, cycling, fresh, fresh_customers, idem_call, in_progress, replayed, reserve_in_progress,
-    timed_task,
+    ToolError, body, conflict, cycling, fresh, fresh_customers, idem_budgeted_call, idem_call, in_progress, replayed,
+    reserve_in_progress, timed_task,
 };
 
 /// Where the benches find a server; the same variable as the PostgreSQL tests.
@@ -202,9 +202,26 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
         );
         report.rows.push(Row { store: store_name, call, baseline, pair, target });
     }
-    let idem_first_calls = tools.effects.total();
     let hand_first_calls = hands.each_ref().map(|h| h.effects.total());
-    assert_eq!(idem_first_calls, hand_first_calls.iter().sum::<u64>(), "every first call runs its body once");
+    assert_eq!(tools.effects.total(), hand_first_calls.iter().sum::<u64>(), "every first call runs its body once");
+
+    // A budget's own cost: the same tool with one, against it without (one statement each).
+    let (before, mut with, mut without) = (tools.effects.total(), 0, 0);
+    let pair = compare(
+        settings.plan(200),
+        |n| {
+            with += n as u64;
+            timed_task(&runtime, &tools, fresh_customers(n), idem_budgeted_call, fresh)
+        },
+        |n| {
+            without += n as u64;
+            timed_task(&runtime, &tools, fresh_customers(n), idem_call, fresh)
+        },
+    );
+    let baseline = "idem, the same tool without a budget";
+    report.rows.push(Row { store: store_name, call: "first call with a budget", baseline, pair, target: Target::None });
+    assert_eq!(tools.effects.total() - before, with + without, "every first call runs its body once");
+    let idem_first_calls = tools.effects.total();
 
     let pool: Vec<String> = fresh_customers(settings.pool()).into_iter().map(|a| a.customer).collect();
     let busy: Vec<String> = (0..settings.pool()).map(|i| format!("busy{i}")).collect();

@@ -160,6 +160,29 @@ impl<S: Store + 'static> AsyncTools<S> {
     }
 }
 
+impl<S: idem::store::BudgetStore + 'static> AsyncTools<S> {
+    /// The same tool with a budget no bench reaches: what charging it costs a call.
+    #[idempotent(key = "invoice:<customer>:<period>", compare = [amount], store = self.store,
+        namespace = "bench::send_invoice_budgeted", budget = INVOICES)]
+    pub async fn send_invoice_budgeted(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        Ok(body(&self.effects, &customer, &period, amount, &memo))
+    }
+}
+
+/// One call of the async tool with a budget, for [`timed_task`].
+pub async fn idem_budgeted_call<S: idem::store::BudgetStore + 'static>(
+    tools: Arc<AsyncTools<S>>,
+    a: Args,
+) -> Result<Invoice, ToolError> {
+    tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo).await
+}
+
 /// One call of the async tool, for [`timed_task`].
 pub async fn idem_call<S: Store + 'static>(tools: Arc<AsyncTools<S>>, a: Args) -> Result<Invoice, ToolError> {
     tools.send_invoice(a.customer, a.period, a.amount, a.memo).await
