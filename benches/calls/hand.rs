@@ -66,6 +66,76 @@ impl HandMemory {
     }
 }
 
+/// The same tool by hand over a `HashMap` holding what a store holds: the compared field
+/// and the result as JSON text (written on a first call, parsed on a replay) and when the
+/// key was reserved. The floor for a tool whose records are bytes, as idem's are in every
+/// store, the memory store's included; the plain [`HandMemory`] keeps typed values.
+pub struct HandMemoryJson {
+    map: Mutex<HashMap<String, JsonEntry>>,
+    pub effects: Effects,
+}
+
+struct JsonEntry {
+    request: String,
+    result: Option<String>,
+    reserved_at: std::time::Instant,
+}
+
+impl HandMemoryJson {
+    pub fn new() -> Self {
+        HandMemoryJson { map: Mutex::default(), effects: Effects::default() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, JsonEntry>> {
+        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn send_invoice(
+        &self,
+        customer: String,
+        period: String,
+        amount: f64,
+        memo: String,
+    ) -> Result<Invoice, ToolError> {
+        let key = format!("invoice:{customer}:{period}");
+        let request = serde_json::to_string(&amount).expect("a number serializes");
+        let found = {
+            let mut map = self.lock();
+            match map.get(&key) {
+                Some(entry) if entry.request != request => Some(Err(entry.request.clone())),
+                Some(entry) => Some(Ok((entry.result.clone(), entry.reserved_at))),
+                None => {
+                    let entry = JsonEntry { request, result: None, reserved_at: std::time::Instant::now() };
+                    map.insert(key.clone(), entry);
+                    None
+                }
+            }
+        };
+        match found {
+            Some(Err(stored)) => {
+                let stored = serde_json::from_str(&stored).expect("a stored amount parses");
+                Err(ToolError::Conflict { stored, requested: amount })
+            }
+            Some(Ok((Some(result), _))) => {
+                let invoice: Invoice = serde_json::from_str(&result).expect("a stored result parses");
+                Ok(Invoice { replayed: true, ..invoice })
+            }
+            Some(Ok((None, reserved_at))) => {
+                std::hint::black_box(reserved_at);
+                Err(ToolError::InProgress)
+            }
+            None => {
+                let invoice = body(&self.effects, &customer, &period, amount, &memo);
+                let json = serde_json::to_string(&invoice).expect("an invoice serializes");
+                if let Some(entry) = self.lock().get_mut(&key) {
+                    entry.result = Some(json);
+                }
+                Ok(invoice)
+            }
+        }
+    }
+}
+
 /// The same tool by hand with rusqlite, at the same durability as the idem store it is
 /// compared with: `send_invoice` answers a repeat with one SELECT, and
 /// `send_invoice_new` is the first-call path alone (INSERT to reserve, UPDATE to

@@ -11,7 +11,7 @@ use idem::store::Synchronous;
 use idem::{KeyPart, MemoryStore, SqliteStore, Status};
 
 use super::Settings;
-use super::hand::{HandMemory, HandSchema, HandSqlite, sync_pragma};
+use super::hand::{HandMemory, HandMemoryJson, HandSchema, HandSqlite, sync_pragma};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
@@ -73,6 +73,27 @@ pub fn memory(settings: &Settings, report: &mut Report) {
     }
     assert_eq!(tools.effects.total(), pool.len() as u64, "repeats must not run the body");
     assert_eq!(hand.effects.total(), pool.len() as u64);
+
+    // The same first calls and replays against a baseline that keeps JSON text, as a store
+    // keeps bytes: what idem costs beyond serializing the record.
+    let baseline = "HashMap + Mutex, JSON records";
+    let json = HandMemoryJson::new();
+    let first = compare(
+        settings.plan(2000),
+        |n| timed(fresh_customers(n), |c, p, a, m| tools.send_invoice(c, p, a, m), fresh),
+        |n| timed(fresh_customers(n), |c, p, a, m| json.send_invoice(c, p, a, m), fresh),
+    );
+    report.rows.push(Row { store: "memory", call: "first call", baseline, pair: first, target: Target::None });
+    for customer in &pool {
+        fresh(&json.send_invoice(customer.clone(), PERIOD.into(), AMOUNT, String::new()));
+    }
+    let (mut a, mut b) = (0, 0);
+    let replay = compare(
+        settings.plan(2000),
+        |n| timed(cycling(&pool, &mut a, n, AMOUNT), |c, p, a, m| tools.send_invoice(c, p, a, m), replayed),
+        |n| timed(cycling(&pool, &mut b, n, AMOUNT), |c, p, a, m| json.send_invoice(c, p, a, m), replayed),
+    );
+    report.rows.push(Row { store: "memory", call: "replay", baseline, pair: replay, target: Target::None });
 }
 
 pub fn keys(settings: &Settings, report: &mut Report) {
