@@ -115,7 +115,8 @@ fn passes_the_conformance_checks_reading_first() {
 }
 
 /// A stretch of repeats turns reservations to reading first; a stretch of first calls
-/// turns them back; every answer stays what it was, a running record's included.
+/// turns them back; every answer stays what it was, a running record's and a lapsed one's
+/// included.
 #[test]
 fn reservations_read_first_after_repeats_and_not_after_first_calls() {
     let Some(url) = url("reservations_read_first_after_repeats_and_not_after_first_calls") else { return };
@@ -131,6 +132,9 @@ fn reservations_read_first_after_repeats_and_not_after_first_calls() {
     assert!(store.repeats.read_first());
     let Ok(Reservation::Existing(running)) = reserve("running") else { panic!("the running record is found") };
     assert!(matches!(running.state, RecordState::InProgress { lease_expired: false, .. }), "{running:?}");
+    acquire(&store, "lapsed", Duration::ZERO);
+    let Ok(Reservation::Existing(lapsed)) = reserve("lapsed") else { panic!("the lapsed record is found") };
+    assert!(matches!(lapsed.state, RecordState::InProgress { lease_expired: true, .. }), "{lapsed:?}");
     let Ok(Reservation::Existing(replayed)) = reserve("repeated") else { panic!("the settled record is found") };
     assert!(matches!(replayed.state, RecordState::Completed { ref result } if result == "1"), "{replayed:?}");
     for i in 0..20 {
