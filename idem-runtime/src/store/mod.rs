@@ -242,6 +242,8 @@ pub(crate) mod default;
 mod defaults;
 mod erased;
 mod failure;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) mod io_thread;
 mod memory;
 pub(crate) mod once;
 #[cfg(feature = "postgres")]

@@ -19,11 +19,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::runtime::{self, Handle, RuntimeFlavor};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_postgres::{Client, Config, Statement};
 
 use super::schema::{Queries, Sql};
 use super::{backend, deadline};
+use crate::store::io_thread::IoThread;
 use crate::store::{BoxFuture, StoreError};
 
 /// Opens one connection and starts driving it on the IO runtime (where it is called).
@@ -58,40 +59,16 @@ impl Conn {
     }
 }
 
-/// The thread and runtime that drive the connections; stops when dropped.
-struct Io {
-    handle: Handle,
-    _stop: oneshot::Sender<()>,
-}
-
-impl Io {
-    /// The driver for a connection that the current caller will use: its runtime when it
-    /// is a multi-threaded one (whose workers drive the connection whoever polls the
-    /// caller), else the IO thread.
-    fn driver_for_caller(&self) -> Driver {
-        if crate::store::blocking::blocking() {
-            return Driver::Io;
-        }
-        match Handle::try_current() {
-            Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Driver::Runtime(caller.id()),
-            _ => Driver::Io,
-        }
+/// The driver for a connection that the current caller will use: its runtime when it is a
+/// multi-threaded one (whose workers drive the connection whoever polls the caller), else
+/// the IO thread.
+fn driver_for_caller() -> Driver {
+    if crate::store::blocking::blocking() {
+        return Driver::Io;
     }
-}
-
-impl Io {
-    fn start() -> std::io::Result<Io> {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = oneshot::channel::<()>();
-        std::thread::Builder::new().name("idem-postgres".into()).spawn(move || {
-            // Ends when the pool is dropped; the runtime, its connections with it, is
-            // dropped here, outside any caller's async context.
-            runtime.block_on(async move {
-                let _ = stopped.await;
-            });
-        })?;
-        Ok(Io { handle, _stop: stop })
+    match Handle::try_current() {
+        Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Driver::Runtime(caller.id()),
+        _ => Driver::Io,
     }
 }
 
@@ -99,7 +76,7 @@ impl Io {
 pub(super) struct Pool {
     config: Config,
     connect: Connect,
-    io: Io,
+    io: IoThread,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<Semaphore>,
     max: usize,
@@ -117,7 +94,7 @@ impl Pool {
         Ok(Pool {
             config,
             connect,
-            io: Io::start()?,
+            io: IoThread::start("idem-postgres")?,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max)),
             max,
@@ -144,7 +121,7 @@ impl Pool {
     /// or a new one while fewer than `max` are out. Waits at most the checkout timeout for
     /// one to come back.
     pub(super) async fn get(&self) -> Result<Pooled<'_>, StoreError> {
-        let driver = self.io.driver_for_caller();
+        let driver = driver_for_caller();
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => self.wait_for_permit().await?,

@@ -41,34 +41,12 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, RedisError, ServerErrorKind};
 use tokio::runtime::{self, Handle, RuntimeFlavor};
-use tokio::sync::oneshot;
 
 use self::route::NO_ROUTE;
 use crate::store::StoreError;
+use crate::store::io_thread::IoThread;
 
 mod route;
-
-/// The IO thread; it stops when this is dropped.
-pub(super) struct Io {
-    handle: Handle,
-    _stop: oneshot::Sender<()>,
-}
-
-impl Io {
-    pub(super) fn start() -> Result<Io, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Backend(format!("Redis: starting the IO thread's runtime: {e}").into()))?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("idem-redis".to_owned())
-            .spawn(move || runtime.block_on(async { stopped.await.ok() }))
-            .map_err(|e| StoreError::Backend(format!("Redis: starting the IO thread: {e}").into()))?;
-        Ok(Io { handle, _stop: stop })
-    }
-}
 
 /// Who drives a connection: the store's thread (`None`) or a caller's runtime.
 type Driver = Option<runtime::Id>;
@@ -270,7 +248,7 @@ where
 /// the store's deadline. `call` runs once, or again after an answer that says it did not
 /// run (see the module docs).
 pub(super) async fn run<T, F, Fut>(
-    io: &Io,
+    io: &IoThread,
     link: &Arc<Link>,
     operation: &'static str,
     shard: usize,

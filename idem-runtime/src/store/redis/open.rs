@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::fields::Keys;
-use super::io::{Io, Link, block_on, run};
+use super::io::{Link, block_on, run};
 use super::{MARKER_VERSION, RedisStore};
 use crate::store::StoreError;
+use crate::store::io_thread::IoThread;
 
 /// Options for a [`RedisStore`].
 #[derive(Debug, Clone)]
@@ -173,7 +174,8 @@ impl RedisStoreBuilder {
         let link = Link::new(settings, nodes, (cluster, keys.shards()), self.operation_timeout, described, marker);
         Ok(RedisStore {
             link: Arc::new(link),
-            io: Io::start()?,
+            io: IoThread::start("idem-redis")
+                .map_err(|e| StoreError::Backend(format!("Redis: starting the IO thread: {e}").into()))?,
             keys,
             wait: self.wait,
             expire_after_retention: self.expire_after_retention,
