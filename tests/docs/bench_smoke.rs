@@ -18,12 +18,16 @@ fn every_bench_runs_and_checks_its_answers() {
             assert!(names.contains(&(store, call)), "no {call} row for {store}: {names:?}");
         }
     }
+    // The memory rows' second baseline (JSON records): a first call and a replay more.
+    let baselines: Vec<&str> = report.rows.iter().filter(|row| row.store == "memory").map(|row| row.baseline).collect();
+    assert!(baselines.contains(&"HashMap + Mutex, JSON records"), "{baselines:?}");
     assert_eq!(names.iter().filter(|(_, call)| call.starts_with("key:")).count(), 3);
     // The PostgreSQL rows need a server: CI has one (and must measure it), elsewhere the
     // run says it skipped them.
     let postgres_rows = names.iter().filter(|(store, _)| *store == "PostgreSQL").count();
     if std::env::var_os("IDEM_TEST_DATABASE_URL").is_some_and(|url| !url.is_empty()) {
-        assert_eq!(postgres_rows, 7, "{names:?}");
+        assert_eq!(postgres_rows, 8, "{names:?}");
+        assert!(names.contains(&("PostgreSQL", "first call with a budget")), "{names:?}");
         assert!(report.postgres.as_deref().is_some_and(|server| server.contains("fsync=")));
     } else {
         assert_eq!(postgres_rows, 0);
