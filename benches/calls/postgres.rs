@@ -221,6 +221,25 @@ pub fn postgres(settings: &Settings, report: &mut Report) {
     let baseline = "idem, the same tool without a budget";
     report.rows.push(Row { store: store_name, call: "first call with a budget", baseline, pair, target: Target::None });
     assert_eq!(tools.effects.total() - before, with + without, "every first call runs its body once");
+
+    // Replays charge nothing: with a budget they should cost what they cost without one.
+    let budgeted: Vec<String> = fresh_customers(settings.pool()).into_iter().map(|a| a.customer).collect();
+    runtime.block_on(async {
+        for customer in &budgeted {
+            let args = Args::new(customer.clone(), AMOUNT);
+            fresh(&idem_budgeted_call(Arc::clone(&tools), args.clone()).await);
+            fresh(&idem_call(Arc::clone(&tools), args).await);
+        }
+    });
+    let settled = tools.effects.total();
+    let (mut a, mut b) = (0, 0);
+    let pair = compare(
+        settings.plan(500),
+        |n| timed_task(&runtime, &tools, cycling(&budgeted, &mut a, n, AMOUNT), idem_budgeted_call, replayed),
+        |n| timed_task(&runtime, &tools, cycling(&budgeted, &mut b, n, AMOUNT), idem_call, replayed),
+    );
+    report.rows.push(Row { store: store_name, call: "replay with a budget", baseline, pair, target: Target::None });
+    assert_eq!(tools.effects.total(), settled, "replays must not run the body");
     let idem_first_calls = tools.effects.total();
 
     let pool: Vec<String> = fresh_customers(settings.pool()).into_iter().map(|a| a.customer).collect();

@@ -26,8 +26,10 @@ fn every_bench_runs_and_checks_its_answers() {
     // run says it skipped them.
     let postgres_rows = names.iter().filter(|(store, _)| *store == "PostgreSQL").count();
     if std::env::var_os("IDEM_TEST_DATABASE_URL").is_some_and(|url| !url.is_empty()) {
-        assert_eq!(postgres_rows, 8, "{names:?}");
-        assert!(names.contains(&("PostgreSQL", "first call with a budget")), "{names:?}");
+        assert_eq!(postgres_rows, 9, "{names:?}");
+        for call in ["first call with a budget", "replay with a budget"] {
+            assert!(names.contains(&("PostgreSQL", call)), "{names:?}");
+        }
         assert!(report.postgres.as_deref().is_some_and(|server| server.contains("fsync=")));
     } else {
         assert_eq!(postgres_rows, 0);

@@ -5,7 +5,9 @@
 //! `idem_reserve_charged` function (migration 5), which runs in that statement's
 //! transaction what the client once did in five (read, begin, charge, insert, commit):
 //!
-//! - a record that exists is returned: a repeat charges nothing and locks no window;
+//! - a record that exists is returned: a repeat charges nothing and locks no window (after
+//!   a stretch of repeats, a plain `SELECT` reads first, as for a reservation without a
+//!   budget: see `store::repeats`);
 //! - the charge (an `INSERT .. ON CONFLICT DO UPDATE .. WHERE used + amount <= lim +
 //!   raised`, added in `numeric` so that sums past a `bigint` are refused rather than fail)
 //!   locks the window's row, so concurrent charges of one window take turns and each sees
@@ -64,9 +66,20 @@ impl PgStore {
             &record_wait,
         ];
         let mut conn = self.conn().await?;
+        // After a stretch of repeats, a plain read first, as for a reservation without a
+        // budget: a replay then costs a `SELECT`, not the function's statements.
+        let repeats = &self.inner.repeats;
+        if repeats.read_first() {
+            let read = conn.statement(&self.inner.queries, Sql::Read).await?;
+            if let Some(row) = conn.client.query_opt(&read, &params[..2]).await.map_err(backend)? {
+                repeats.saw(true);
+                return Ok(Reservation::Existing(decode(id, &row, 0)?));
+            }
+        }
         let reserve = conn.statement(&self.inner.queries, Sql::ReserveCharged).await?;
         let row = conn.client.query_one(&reserve, &params).await.map_err(charge_failed)?;
         let outcome: &str = row.try_get(0).map_err(backend)?;
+        repeats.saw(outcome == "existing");
         match outcome {
             "acquired" => Ok(Reservation::Acquired { token: token_of(id, row.try_get(RECORD_AT))? }),
             "existing" => Ok(Reservation::Existing(decode(id, &row, RECORD_AT)?)),

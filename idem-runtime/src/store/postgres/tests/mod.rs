@@ -126,6 +126,7 @@ fn passes_the_conformance_checks_reading_first() {
         store
     };
     check_store(reading_first);
+    crate::testing::conformance::check_budgets(reading_first);
 }
 
 /// A stretch of repeats turns reservations to reading first; a stretch of first calls
