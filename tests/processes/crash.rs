@@ -786,17 +786,39 @@ fn race(dir: &Path, tool: Tool, order: &str) -> Vec<(Result<Charge, idem::Error>
 }
 
 /// The parent tests' directory (the store and the ledger), made once per process: both
-/// parents share it, each on keys of its own.
+/// parents share it, each on keys of its own. A `static` is never dropped, so it cannot be
+/// a `TempDir` that removes itself (each run left one in `/tmp`): it is
+/// `crash-parent-<pid>` in Cargo's temporary directory for tests, and each process first
+/// removes those of processes that are gone.
 fn parent_dir() -> &'static Path {
-    static MADE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let made = MADE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        DIR.set(dir.path().to_owned()).expect("the parent sets the directory");
+    static MADE: OnceLock<PathBuf> = OnceLock::new();
+    MADE.get_or_init(|| {
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        remove_gone_parents(tmp);
+        let dir = tmp.join(format!("{PARENT_DIR}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        DIR.set(dir.clone()).expect("the parent sets the directory");
         create_ledger();
         LazyLock::force(&STORE);
         dir
-    });
-    made.path()
+    })
+}
+
+/// What a parent's directory is called, before its process id.
+const PARENT_DIR: &str = "crash-parent-";
+
+/// Removes the parent directories in `tmp` whose process is gone (on Linux, where `/proc`
+/// tells; elsewhere they stay).
+fn remove_gone_parents(tmp: &Path) {
+    let (Ok(entries), true) = (std::fs::read_dir(tmp), Path::new("/proc/self").exists()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.strip_prefix(PARENT_DIR)) else { continue };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 #[test]
