@@ -127,7 +127,7 @@ impl RedisStore {
         type Read = ((i64, i64), std::collections::HashMap<String, String>);
         let ((seconds, micros), found): Read = run(&self.io, &self.link, "reserve", shard, move |mut connection| {
             let pipeline = pipeline.clone();
-            async move { pipeline.query_async(&mut connection).await.map_err(as_the_commands) }
+            async move { pipeline.query_async(&mut connection).await }
         })
         .await?;
         fields::record(&found, seconds * 1000 + micros / 1000, &format!("{}/{}", id.namespace, id.key))
@@ -379,14 +379,5 @@ impl Store for RedisStore {
     }
     async fn purge(&self, limit: usize) -> Result<usize, StoreError> {
         self.purge_async(limit).await
-    }
-}
-
-/// A pipeline's server error as the failing command's own: a `MOVED` then reads as one,
-/// and the store follows it to the node that serves the shard now.
-fn as_the_commands(error: redis::RedisError) -> redis::RedisError {
-    match error.clone().into_server_errors().as_deref() {
-        Some([(_, first), ..]) => redis::RedisError::from(first.clone()),
-        _ => error,
     }
 }

@@ -86,8 +86,8 @@ impl Link {
             };
             match call(connection.multiplexed.clone()).await {
                 Err(error) if self.cluster && error.kind() == ErrorKind::Server(ServerErrorKind::Moved) => {
-                    let Some((addr, _slot)) = error.redirect_node() else { return Err(error) };
-                    self.route(shard, addr);
+                    let Some(addr) = moved_to(&error) else { return Err(error) };
+                    self.route(shard, &addr);
                     redirects += 1;
                     if redirects > MOST_REDIRECTS {
                         return Err(error);
@@ -108,6 +108,19 @@ impl Link {
             }
         }
     }
+}
+
+/// The node (`host:port`) a `MOVED` answer names, whether the command was sent alone or in
+/// a pipeline (whose error holds each failing command's; `redirect_node` reads only a lone
+/// command's).
+fn moved_to(error: &RedisError) -> Option<String> {
+    if let Some((addr, _slot)) = error.redirect_node() {
+        return Some(addr.to_owned());
+    }
+    let failed = error.clone().into_server_errors()?;
+    let (_, first) = failed.first()?;
+    // `MOVED <slot> <host:port>`: the details are what follows the code.
+    first.details()?.split_ascii_whitespace().nth(1).map(str::to_owned)
 }
 
 /// Whether two addresses name the same node.
