@@ -2,8 +2,22 @@
 //! drives connections for callers without a runtime of their own, and runs the timers of
 //! every operation's deadline whoever polls the operation.
 
-use tokio::runtime::Handle;
+use tokio::runtime::{self, Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
+
+/// The runtime that should drive the connection the current caller uses: the caller's,
+/// when it is a multi-threaded one (its workers drive the connection whoever polls the
+/// caller) and this thread is not waiting in [`block_on`](crate::store::block_on); else
+/// `None`: the store's IO thread.
+pub(crate) fn caller_runtime() -> Option<runtime::Id> {
+    if crate::store::blocking::blocking() {
+        return None;
+    }
+    match Handle::try_current() {
+        Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Some(caller.id()),
+        _ => None,
+    }
+}
 
 /// A store's IO thread; it stops when this is dropped.
 #[derive(Debug)]

@@ -18,13 +18,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::runtime::{self, Handle, RuntimeFlavor};
+use tokio::runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_postgres::{Client, Config, Statement};
 
 use super::schema::{Queries, Sql};
 use super::{backend, deadline};
-use crate::store::io_thread::IoThread;
+use crate::store::io_thread::{IoThread, caller_runtime};
 use crate::store::{BoxFuture, StoreError};
 
 /// Opens one connection and starts driving it on the IO runtime (where it is called).
@@ -56,19 +56,6 @@ impl Conn {
         let statement = self.client.prepare(queries.text(sql)).await.map_err(backend)?;
         self.prepared[sql as usize] = Some(statement.clone());
         Ok(statement)
-    }
-}
-
-/// The driver for a connection that the current caller will use: its runtime when it is a
-/// multi-threaded one (whose workers drive the connection whoever polls the caller), else
-/// the IO thread.
-fn driver_for_caller() -> Driver {
-    if crate::store::blocking::blocking() {
-        return Driver::Io;
-    }
-    match Handle::try_current() {
-        Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Driver::Runtime(caller.id()),
-        _ => Driver::Io,
     }
 }
 
@@ -121,7 +108,7 @@ impl Pool {
     /// or a new one while fewer than `max` are out. Waits at most the checkout timeout for
     /// one to come back.
     pub(super) async fn get(&self) -> Result<Pooled<'_>, StoreError> {
-        let driver = driver_for_caller();
+        let driver = caller_runtime().map_or(Driver::Io, Driver::Runtime);
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => self.wait_for_permit().await?,

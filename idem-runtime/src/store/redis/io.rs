@@ -40,28 +40,16 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ErrorKind, RedisError, ServerErrorKind};
-use tokio::runtime::{self, Handle, RuntimeFlavor};
+use tokio::runtime::{self, Handle};
 
 use self::route::NO_ROUTE;
 use crate::store::StoreError;
-use crate::store::io_thread::IoThread;
+use crate::store::io_thread::{IoThread, caller_runtime};
 
 mod route;
 
 /// Who drives a connection: the store's thread (`None`) or a caller's runtime.
 type Driver = Option<runtime::Id>;
-
-/// The driver for the current caller: its runtime when that is a multi-threaded one and
-/// this thread is not blocking, else the store's thread.
-fn driver_for_caller() -> Driver {
-    if crate::store::blocking::blocking() {
-        return None;
-    }
-    match Handle::try_current() {
-        Ok(caller) if caller.runtime_flavor() == RuntimeFlavor::MultiThread => Some(caller.id()),
-        _ => None,
-    }
-}
 
 /// A connection, and its driver task: the connection is dead once the task ended.
 #[derive(Clone)]
@@ -259,7 +247,7 @@ where
     F: Fn(MultiplexedConnection) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T, RedisError>> + Send,
 {
-    let driver = driver_for_caller();
+    let driver = caller_runtime();
     if driver.is_some() {
         return deadline(&io.handle, link, driver, (operation, shard), call).await;
     }
