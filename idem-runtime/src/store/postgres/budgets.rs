@@ -28,7 +28,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::ops::{decode, token_of};
-use super::schema::{Sql, set_lock_timeout};
+use super::schema::{Sql, lock_timeout_ms, set_lock_timeout};
 use super::{IDEM_LOCK_WAIT, PgStore, backend, duration_ms};
 use crate::store::budget::{Adjusted, BudgetWindow, Charge};
 use crate::store::{BudgetStore, RecordId, Reservation, Reserve, StoreError, Token};
@@ -41,7 +41,7 @@ const WINDOW_AT: usize = 11;
 /// A charged reservation: see the module's docs.
 impl BudgetStore for PgStore {
     async fn reserve_charged(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
-        self.operation("reserve", self.reserve_charging(request, charge)).await
+        self.operation("reserve", self.counted(self.reserve_charging(request, charge))).await
     }
 }
 
@@ -49,8 +49,7 @@ impl PgStore {
     async fn reserve_charging(&self, request: Reserve<'_>, charge: Charge<'_>) -> Result<Reservation, StoreError> {
         let id = request.id;
         let lease = duration_ms(request.lease);
-        let waits = [self.inner.lock_timeout, IDEM_LOCK_WAIT].map(|wait| wait.as_millis().clamp(1, i32::MAX as u128));
-        let [window_wait, record_wait] = waits.map(|ms| ms.to_string());
+        let [window_wait, record_wait] = [self.inner.lock_timeout, IDEM_LOCK_WAIT].map(lock_timeout_ms);
         let params: [&(dyn ToSql + Sync); 12] = [
             &id.namespace,
             &id.key,
@@ -66,20 +65,14 @@ impl PgStore {
             &record_wait,
         ];
         let mut conn = self.conn().await?;
-        // After a stretch of repeats, a plain read first, as for a reservation without a
-        // budget: a replay then costs a `SELECT`, not the function's statements.
-        let repeats = &self.inner.repeats;
-        if repeats.read_first() {
-            let read = conn.statement(&self.inner.queries, Sql::Read).await?;
-            if let Some(row) = conn.client.query_opt(&read, &params[..2]).await.map_err(backend)? {
-                repeats.saw(true);
-                return Ok(Reservation::Existing(decode(id, &row, 0)?));
-            }
+        // As for a reservation without a budget: a replay then costs a `SELECT`, not the
+        // function's statements.
+        if let Some(existing) = self.read_first(&mut conn, id).await? {
+            return Ok(Reservation::Existing(existing));
         }
         let reserve = conn.statement(&self.inner.queries, Sql::ReserveCharged).await?;
         let row = conn.client.query_one(&reserve, &params).await.map_err(charge_failed)?;
         let outcome: &str = row.try_get(0).map_err(backend)?;
-        repeats.saw(outcome == "existing");
         match outcome {
             "acquired" => Ok(Reservation::Acquired { token: token_of(id, row.try_get(RECORD_AT))? }),
             "existing" => Ok(Reservation::Existing(decode(id, &row, RECORD_AT)?)),

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::schema::Sql;
-use super::{PgStore, backend, duration_ms};
+use super::{PgStore, Pooled, backend, duration_ms};
 use crate::store::{Completion, Record, RecordId, RecordState, Renew, Reservation, Reserve, Store, StoreError, Token};
 
 /// How often `reserve` tries again when the record it lost to vanished before it was read.
@@ -30,12 +30,31 @@ impl PgStore {
         if changed == 0 { Err(StoreError::Fenced) } else { Ok(()) }
     }
 
-    async fn reserve_async(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        let reserved = self.reserve_with(request).await;
+    /// A reservation, counted for `store::repeats`: did it find a record?
+    pub(super) async fn counted(
+        &self,
+        reservation: impl Future<Output = Result<Reservation, StoreError>>,
+    ) -> Result<Reservation, StoreError> {
+        let reserved = reservation.await;
         if let Ok(reservation) = &reserved {
             self.inner.repeats.saw(matches!(reservation, Reservation::Existing(_)));
         }
         reserved
+    }
+
+    /// After a stretch of repeats (see `store::repeats`), the record of `id` read with a
+    /// plain `SELECT`, which a reservation that finds one answers from; `None` otherwise.
+    pub(super) async fn read_first(
+        &self,
+        conn: &mut Pooled<'_>,
+        id: RecordId<'_>,
+    ) -> Result<Option<Record>, StoreError> {
+        if !self.inner.repeats.read_first() {
+            return Ok(None);
+        }
+        let read = conn.statement(&self.inner.queries, Sql::Read).await?;
+        let found = conn.client.query_opt(&read, &[&id.namespace, &id.key]).await.map_err(backend)?;
+        found.map(|row| decode(id, &row, 0)).transpose()
     }
 
     async fn reserve_with(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
@@ -43,11 +62,8 @@ impl PgStore {
         let lease = duration_ms(request.lease);
         let mut conn = self.conn().await?;
         let params: [&(dyn ToSql + Sync); 4] = [&id.namespace, &id.key, &request.request, &lease];
-        if self.inner.repeats.read_first() {
-            let read = conn.statement(&self.inner.queries, Sql::Read).await?;
-            if let Some(row) = conn.client.query_opt(&read, &params[..2]).await.map_err(backend)? {
-                return Ok(Reservation::Existing(decode(id, &row, 0)?));
-            }
+        if let Some(existing) = self.read_first(&mut conn, id).await? {
+            return Ok(Reservation::Existing(existing));
         }
         let reserve = conn.statement(&self.inner.queries, Sql::Reserve).await?;
         if let Some(row) = conn.client.query_opt(&reserve, &params).await.map_err(locked_or_backend)? {
@@ -137,7 +153,7 @@ pub(super) fn unix_ms(time: SystemTime) -> i64 {
 
 impl Store for PgStore {
     async fn reserve(&self, request: Reserve<'_>) -> Result<Reservation, StoreError> {
-        self.operation("reserve", self.reserve_async(request)).await
+        self.operation("reserve", self.counted(self.reserve_with(request))).await
     }
 
     async fn take_over(&self, id: RecordId<'_>, expired: Token, lease: Duration) -> Result<Token, StoreError> {

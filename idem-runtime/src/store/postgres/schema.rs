@@ -312,5 +312,11 @@ impl Queries {
 
 /// `SET LOCAL lock_timeout` for the transaction it runs in.
 pub(super) fn set_lock_timeout(timeout: Duration) -> String {
-    format!("SET LOCAL lock_timeout = {}", timeout.as_millis().clamp(1, i32::MAX as u128))
+    format!("SET LOCAL lock_timeout = {}", lock_timeout_ms(timeout))
+}
+
+/// `timeout` as `lock_timeout` takes it: whole milliseconds, at least 1 (0 would mean no
+/// limit), at most what the setting holds.
+pub(super) fn lock_timeout_ms(timeout: Duration) -> i64 {
+    timeout.as_millis().clamp(1, i32::MAX as u128) as i64
 }

@@ -9,11 +9,11 @@
 --   2. The window is charged (created if new) if the charge fits, or past its limit when
 --      approved. The charge locks the window's row until the end of the transaction, so
 --      concurrent charges of one window take turns, each seeing the last one's use; it
---      waits up to p_window_wait ms for that lock. A window that refuses the charge is
+--      waits up to p_window_wait_ms for that lock. A window that refuses the charge is
 --      returned as it is ('over'); a new window that the charge alone passes is removed
 --      again and returned as it was (nothing used).
 --   3. The record is inserted carrying its charge ('acquired', with its token), waiting up
---      to p_record_wait ms for a transaction of PgStore::begin that holds its key.
+--      to p_record_wait_ms for a transaction of PgStore::begin that holds its key.
 --   4. A record that another caller committed since step 1 wins: the charge is undone (the
 --      window's row is still locked by this transaction, so nobody saw it) and the function
 --      reads again. A record that vanished in between three times in a row is an error.
@@ -25,7 +25,7 @@
 CREATE FUNCTION idem_reserve_charged(
     p_namespace text, p_key text, p_request text, p_lease_ms bigint,
     p_budget text, p_scope text, p_window_ms bigint, p_limit bigint, p_amount bigint, p_past_limit boolean,
-    p_window_wait text, p_record_wait text)
+    p_window_wait_ms bigint, p_record_wait_ms bigint)
 RETURNS TABLE (
     o_outcome text,
     o_token bigint, o_state text, o_request text, o_result text, o_created_at timestamptz,
@@ -56,7 +56,7 @@ BEGIN
             RETURN;
         END IF;
 
-        PERFORM set_config('lock_timeout', p_window_wait, true);
+        PERFORM set_config('lock_timeout', p_window_wait_ms::text, true);
         -- The check adds in numeric: two amounts of 9e12 units pass a bigint, and a charge
         -- that does not fit must be refused, not fail.
         INSERT INTO idem_budgets AS w (budget, scope, start_ms, window_ms, used, lim)
@@ -91,7 +91,7 @@ BEGIN
             RETURN;
         END IF;
 
-        PERFORM set_config('lock_timeout', p_record_wait, true);
+        PERFORM set_config('lock_timeout', p_record_wait_ms::text, true);
         INSERT INTO idem_records (namespace, key, state, request, created_at, updated_at, lease_until,
                                   charge_budget, charge_scope, charge_start_ms, charge_amount)
             VALUES (p_namespace, p_key, 'in_progress', p_request, now_at, now_at,
