@@ -54,6 +54,18 @@ fn not_done(asked_ms: i64, seen: i64) -> Event {
     Event::Hook { tool, action, answer, asked_ms, ledger_seen: seen, thread: 0 }
 }
 
+/// Two refunds of `refund:o1`: `history` (given the provider's newest effect before them,
+/// what a hook that saw neither reports) followed by their answers: the first effect to the
+/// taker on thread 1, the second to the other call on thread 0.
+fn refunded_twice(ledger: &Ledger, history: impl FnOnce(i64) -> Vec<Line>) -> Vec<Line> {
+    let a = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
+    let b = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
+    let mut lines = history(a.id - 1);
+    lines.push(on_thread(1, answered(i64::MAX - 1, "refund:o1", 11, ok(&a, false))));
+    lines.push(answered(i64::MAX, "refund:o1", 11, ok(&b, false)));
+    lines
+}
+
 fn refused(code: &str) -> Answer {
     Answer::Refused { code: code.into() }
 }
@@ -202,17 +214,15 @@ const CASES: [Case; 15] = [
         history: |ledger| {
             // The first call's body began (1) and was paused; a taker's hook found nothing (3)
             // and sent (effect a); the first call woke up and sent too (effect b).
-            let a = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            let b = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            vec![
-                start(0, "refund:o1", 11),
-                enter(1, "refund:o1", 11),
-                on_thread(1, start(2, "refund:o1", 11)),
-                on_thread(1, line(3, not_done(3, a.id - 1))),
-                on_thread(1, enter(4, "refund:o1", 11)),
-                on_thread(1, answered(i64::MAX - 1, "refund:o1", 11, ok(&a, false))),
-                answered(i64::MAX, "refund:o1", 11, ok(&b, false)),
-            ]
+            refunded_twice(ledger, |seen| {
+                vec![
+                    start(0, "refund:o1", 11),
+                    enter(1, "refund:o1", 11),
+                    on_thread(1, start(2, "refund:o1", 11)),
+                    on_thread(1, line(3, not_done(3, seen))),
+                    on_thread(1, enter(4, "refund:o1", 11)),
+                ]
+            })
         },
     },
     Case {
@@ -222,17 +232,15 @@ const CASES: [Case; 15] = [
             // The first call reserved (0) and was paused before its body; a taker's hook found
             // nothing (2) and sent (effect a); the first call woke up, began its body (4) and
             // sent too (effect b).
-            let a = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            let b = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            vec![
-                start(0, "refund:o1", 11),
-                on_thread(1, start(1, "refund:o1", 11)),
-                on_thread(1, line(2, not_done(2, a.id - 1))),
-                on_thread(1, enter(3, "refund:o1", 11)),
-                enter(4, "refund:o1", 11),
-                on_thread(1, answered(i64::MAX - 1, "refund:o1", 11, ok(&a, false))),
-                answered(i64::MAX, "refund:o1", 11, ok(&b, false)),
-            ]
+            refunded_twice(ledger, |seen| {
+                vec![
+                    start(0, "refund:o1", 11),
+                    on_thread(1, start(1, "refund:o1", 11)),
+                    on_thread(1, line(2, not_done(2, seen))),
+                    on_thread(1, enter(3, "refund:o1", 11)),
+                    enter(4, "refund:o1", 11),
+                ]
+            })
         },
     },
     Case {
@@ -241,17 +249,15 @@ const CASES: [Case; 15] = [
         history: |ledger| {
             // The hook (1) answered before the second call even started (3): nothing explains
             // that call's body running beside the taker's.
-            let a = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            let b = ledger.send("refund", "refund:o1", "refund:o1", 11, false);
-            vec![
-                on_thread(1, start(0, "refund:o1", 11)),
-                on_thread(1, line(1, not_done(1, a.id - 1))),
-                on_thread(1, enter(2, "refund:o1", 11)),
-                start(3, "refund:o1", 11),
-                enter(4, "refund:o1", 11),
-                on_thread(1, answered(i64::MAX - 1, "refund:o1", 11, ok(&a, false))),
-                answered(i64::MAX, "refund:o1", 11, ok(&b, false)),
-            ]
+            refunded_twice(ledger, |seen| {
+                vec![
+                    on_thread(1, start(0, "refund:o1", 11)),
+                    on_thread(1, line(1, not_done(1, seen))),
+                    on_thread(1, enter(2, "refund:o1", 11)),
+                    start(3, "refund:o1", 11),
+                    enter(4, "refund:o1", 11),
+                ]
+            })
         },
     },
 ];
