@@ -5,7 +5,7 @@
 //!
 //! A charged reservation is one `BEGIN IMMEDIATE` transaction in this store's turn to
 //! write: read the record (a repeat charges nothing), read or create the window by
-//! SQLite's clock, refuse or charge, insert the record. SQLite's write lock makes the
+//! SQLite's clock (one statement), refuse or charge, insert the record. SQLite's write lock makes the
 //! check and the charge one step across the threads and processes on the file. It does not
 //! share its commit with other callers' writes (see [`writers`](super::writers)): a commit
 //! that fails would take the others' writes with it, and it must see their effects first.
@@ -25,9 +25,11 @@ use crate::store::{BudgetStore, RecordId, Reservation, Reserve, StoreError, Toke
 const NOW: &str = concat!("SELECT ", now_ms!());
 
 /// Creates the window if it is new; either way it takes the charge's limit (limits live in
-/// the tool's code: the last charge's is the window's).
+/// the tool's code: the last charge's is the window's), and answers what the charge is
+/// checked against, in the same statement.
 const UPSERT_WINDOW: &str = "INSERT INTO idem_budgets (budget, scope, start_ms, window_ms, used, lim) \
-     VALUES (?1, ?2, ?3, ?4, 0, ?5) ON CONFLICT (budget, scope, start_ms) DO UPDATE SET lim = excluded.lim";
+     VALUES (?1, ?2, ?3, ?4, 0, ?5) ON CONFLICT (budget, scope, start_ms) DO UPDATE SET lim = excluded.lim \
+     RETURNING used, raised";
 
 /// A window's columns, as [`read_window`] reads them: a macro, so that the statements
 /// below are `concat!`ed constants, prepared once per connection and never formatted.
@@ -105,10 +107,14 @@ impl BudgetStore for SqliteStore {
             let start_ms = window_start(now, charge.window_ms);
             let key = (charge.budget, charge.scope, start_ms);
             let upsert = params![charge.budget, charge.scope, start_ms, charge.window_ms, charge.limit];
-            tx.prepare_cached(UPSERT_WINDOW).and_then(|mut stmt| stmt.execute(upsert)).map_err(backend)?;
-            let window =
-                window_of(&tx, key)?.ok_or_else(|| StoreError::Backend("the window just written is gone".into()))?;
-            if !takes(window.used, window.raised, charge) {
+            let (used, raised): (i64, i64) = tx
+                .prepare_cached(UPSERT_WINDOW)
+                .and_then(|mut stmt| stmt.query_row(upsert, |row| Ok((row.get(0)?, row.get(1)?))))
+                .map_err(backend)?;
+            if !takes(used, raised, charge) {
+                // Only a refusal reads the whole window, to show it.
+                let window = window_of(&tx, key)?
+                    .ok_or_else(|| StoreError::Backend("the window just written is gone".into()))?;
                 return Ok(Reservation::OverBudget(window));
             }
             let charged = params![charge.budget, charge.scope, start_ms, charge.amount];
