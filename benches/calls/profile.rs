@@ -20,7 +20,8 @@ fn profiled_calls(args: Vec<Args>, call: &dyn Fn(Args) -> Result<Invoice, ToolEr
 
 /// `IDEM_BENCH_PROFILE=<store>-<call>-<side>[:n]`: makes `n` (default 10,000) calls of one
 /// bench on one side only, for a profiler. `store`: `memory`, `full`, `normal`; `call`:
-/// `first`, `replay`, `busy` (in progress), `conflict`; `side`: `idem`, `hand`.
+/// `first`, `replay`, `busy` (in progress), `conflict`; `side`: `idem`, `hand`, or `budgeted`
+/// (the idem tool with a budget).
 pub fn profile(spec: &str) {
     let (name, n) = spec.split_once(':').map_or((spec, 10_000), |(name, n)| (name, n.parse().unwrap()));
     let parts: Vec<&str> = name.split('-').collect();
@@ -58,6 +59,19 @@ pub fn profile(spec: &str) {
             let store = SqliteStore::builder(dir.path().join("idem.db")).synchronous(sync).open().unwrap();
             let tools = Tools::new(store);
             let call = |a: Args| tools.send_invoice(a.customer, a.period, a.amount, a.memo);
+            seed(&call, &|c| reserve_in_progress(&tools.store, c));
+            profiled_calls(args, &call)
+        }
+        ("memory", "budgeted") => {
+            let tools = Tools::new(MemoryStore::new());
+            let call = |a: Args| tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo);
+            seed(&call, &|c| reserve_in_progress(&tools.store, c));
+            profiled_calls(args, &call)
+        }
+        ("full" | "normal", "budgeted") => {
+            let store = SqliteStore::builder(dir.path().join("idem.db")).synchronous(sync).open().unwrap();
+            let tools = Tools::new(store);
+            let call = |a: Args| tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo);
             seed(&call, &|c| reserve_in_progress(&tools.store, c));
             profiled_calls(args, &call)
         }
