@@ -189,32 +189,59 @@ pub(super) fn hash(flat: impl IntoIterator<Item = String>) -> HashMap<String, St
     fields
 }
 
+/// The fields a [`Record`] is read from, in the order [`Listed`] holds their values: what a
+/// plain read asks `HMGET` for, so that the server sends no names and the client builds no
+/// map.
+pub(super) const RECORD_FIELDS: [&str; 9] =
+    ["state", "lease", "result", "progress", "token", "request", "created", "updated", "retain"];
+
+/// The fields of a hash or reply, by name.
+pub(super) trait Fields {
+    fn field(&self, name: &str) -> Option<&str>;
+}
+
+impl Fields for HashMap<String, String> {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.get(name).map(String::as_str)
+    }
+}
+
+/// `HMGET`'s values of [`RECORD_FIELDS`], in that order (`None`: no such field).
+pub(super) struct Listed(pub(super) Vec<Option<String>>);
+
+impl Fields for Listed {
+    fn field(&self, name: &str) -> Option<&str> {
+        let at = RECORD_FIELDS.iter().position(|field| *field == name)?;
+        self.0.get(at)?.as_deref()
+    }
+}
+
 /// A decimal number of a hash or reply.
-pub(super) fn number(fields: &HashMap<String, String>, field: &str) -> Result<Option<i64>, StoreError> {
+pub(super) fn number(fields: &impl Fields, field: &str) -> Result<Option<i64>, StoreError> {
     fields
-        .get(field)
+        .field(field)
         .map(|value| value.parse().map_err(|_| StoreError::Corrupt(format!("{field} is not a number: {value:?}"))))
         .transpose()
 }
 
-fn required(fields: &HashMap<String, String>, field: &str) -> Result<i64, StoreError> {
+fn required(fields: &impl Fields, field: &str) -> Result<i64, StoreError> {
     number(fields, field)?.ok_or_else(|| StoreError::Corrupt(format!("no {field}")))
 }
 
 /// The record a hash holds, read at `now_ms` by the server's clock; `None` for no hash or a
 /// tombstone (a `token` without a `state`).
-pub(super) fn record(fields: &HashMap<String, String>, now_ms: i64, id: &str) -> Result<Option<Record>, StoreError> {
-    let Some(state) = fields.get("state") else { return Ok(None) };
+pub(super) fn record(fields: &impl Fields, now_ms: i64, id: &str) -> Result<Option<Record>, StoreError> {
+    let Some(state) = fields.field("state") else { return Ok(None) };
     let corrupt = |what: String| StoreError::Corrupt(format!("{id}: {what}"));
+    let text = |name: &str| fields.field(name).map(str::to_owned);
     let read = || -> Result<Record, StoreError> {
         let lease = number(fields, "lease")?;
         let lease = (lease, lease.map(|until| until <= now_ms));
         let state =
-            RecordState::from_columns(state, fields.get("result").cloned(), lease, fields.get("progress").cloned())
-                .map_err(StoreError::Corrupt)?;
+            RecordState::from_columns(state, text("result"), lease, text("progress")).map_err(StoreError::Corrupt)?;
         let token = required(fields, "token")?;
         Ok(Record {
-            request: fields.get("request").cloned().ok_or_else(|| StoreError::Corrupt("no request".to_owned()))?,
+            request: text("request").ok_or_else(|| StoreError::Corrupt("no request".to_owned()))?,
             token: Token(u64::try_from(token).map_err(|_| StoreError::Corrupt(format!("token {token}")))?),
             created_at_ms: required(fields, "created")?,
             updated_at_ms: required(fields, "updated")?,

@@ -39,11 +39,12 @@
 //!   record is read in one command and written in the next.
 //! - **Repeats read without a script.** After a stretch of reservations that found their
 //!   record (a client replaying a batch, redeliveries), a reservation first reads the
-//!   record with `TIME` and `HGETALL`, pipelined in one round trip, and answers an existing
-//!   record from that read; only a key with no record goes on to the reservation's script.
-//!   A script costs the server about 20 µs where the read costs about 2, so a replay is
-//!   1.4x a hand-written `HMGET` instead of 2x (BENCHMARKS.md). A stretch of first calls
-//!   turns the read off again: a first call stays one round trip.
+//!   record with `TIME` and `HMGET` of its fields, pipelined in one round trip, and answers
+//!   an existing record from that read; only a key with no record goes on to the
+//!   reservation's script. A script costs the server about 20 µs where the read costs about
+//!   2, so a replay is 1.3-1.4x a hand-written `HMGET` of two fields instead of 2x
+//!   (BENCHMARKS.md). A stretch of first calls turns the read off again: a first call stays
+//!   one round trip.
 //! - **Leases are fields, never key expiry.** An in-progress record does not expire: an
 //!   abandoned call stays until it is taken over (the `reconcile` hook, then
 //!   `OUTCOME_UNKNOWN`), never freed for a blind re-run. A settled record's key expires
