@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use idem::store::RedisStore;
+use idem::store::{RecordId, RedisStore, Reservation, Reserve, Store};
 use redis::aio::MultiplexedConnection;
 
 use super::Settings;
@@ -16,8 +16,8 @@ use super::hand::{answer_existing, store_error};
 use super::harness::compare;
 use super::report::{Report, Row, Target};
 use super::tool::{
-    AMOUNT, Args, AsyncTools, Check, Effects, Invoice, PERIOD, ToolError, body, cycling, fresh, fresh_customers,
-    idem_call, in_progress, replayed, reserve_in_progress, timed_task,
+    AMOUNT, Args, AsyncTools, Check, Effects, Invoice, LONG_LEASE, NAMESPACE, PERIOD, REQUEST_JSON, ToolError, body,
+    cycling, fresh, fresh_customers, idem_call, in_progress, replayed, reserve_in_progress, timed_task,
 };
 
 /// Where the benches find a server; the same variable as the Redis tests.
@@ -208,6 +208,9 @@ fn rows(settings: &Settings, report: &mut Report, url: &str, store_name: &'stati
     }
     let seeded = pool.len() as u64;
     assert_eq!(tools.effects.total(), idem_first_calls + seeded, "repeats must not run the body");
+    if store_name == "Redis" {
+        reads(settings, report, &runtime, (&tools, &hand), &busy, &prefix);
+    }
     runtime.block_on(async {
         let nodes = url
             .strip_prefix("redis+cluster://")
@@ -224,4 +227,76 @@ fn rows(settings: &Settings, report: &mut Report, url: &str, store_name: &'stati
         }
     });
     server
+}
+
+/// The store's part of a repeat alone, on one server: `reserve` of an existing record (the
+/// in-progress ones, whose keys the bench wrote as they are), which reads it (`TIME` and
+/// `HMGET` of its fields, pipelined, after a stretch of repeats), against the same two commands by hand
+/// on the same runtime, reading the same record (its key written out as the store lays it
+/// out on one server): the same bytes from the server, so what this row costs beyond its
+/// baseline is the store's own work around the read. What the tool's repeat rows cost
+/// beyond this row is the call's.
+/// The fields the store reads a record from, as it asks for them.
+const RECORD_FIELDS: [&str; 9] =
+    ["state", "lease", "result", "progress", "token", "request", "created", "updated", "retain"];
+
+fn reads(
+    settings: &Settings,
+    report: &mut Report,
+    runtime: &tokio::runtime::Runtime,
+    (tools, hand): (&Arc<AsyncTools<RedisStore>>, &Arc<HandRedis>),
+    busy: &[String],
+    prefix: &str,
+) {
+    let keys: Arc<Vec<String>> = Arc::new(busy.iter().map(|customer| format!("invoice:{customer}:{PERIOD}")).collect());
+    let (mut a, mut b) = (0usize, 0usize);
+    let pair = compare(
+        settings.plan(500),
+        |n| {
+            let (tools, keys, start) = (Arc::clone(tools), Arc::clone(&keys), a);
+            a += n;
+            runtime
+                .block_on(runtime.spawn(async move {
+                    let began = std::time::Instant::now();
+                    for i in start..start + n {
+                        let id = RecordId { namespace: NAMESPACE, key: &keys[i % keys.len()] };
+                        let found = tools.store.reserve(Reserve { id, request: REQUEST_JSON, lease: LONG_LEASE }).await;
+                        assert!(matches!(found, Ok(Reservation::Existing(_))), "{found:?}");
+                    }
+                    began.elapsed()
+                }))
+                .unwrap()
+        },
+        |n| {
+            let (hand, keys, start, prefix) = (Arc::clone(hand), Arc::clone(&keys), b, prefix.to_owned());
+            b += n;
+            runtime
+                .block_on(runtime.spawn(async move {
+                    let mut connection = hand.connection.clone();
+                    let began = std::time::Instant::now();
+                    for i in start..start + n {
+                        let key = format!("{prefix}:r:{}:{NAMESPACE}:{}", NAMESPACE.len(), keys[i % keys.len()]);
+                        let (time, record): ((i64, i64), Vec<Option<String>>) = redis::pipe()
+                            .cmd("TIME")
+                            .cmd("HMGET")
+                            .arg(key)
+                            .arg(&RECORD_FIELDS[..])
+                            .query_async(&mut connection)
+                            .await
+                            .unwrap();
+                        assert!(time.0 > 0 && record[0].as_deref() == Some("in_progress"), "{record:?}");
+                    }
+                    began.elapsed()
+                }))
+                .unwrap()
+        },
+    );
+    let baseline = "redis-rs: TIME + HMGET of the same record";
+    report.rows.push(Row {
+        store: "Redis",
+        call: "store.reserve alone, existing record",
+        baseline,
+        pair,
+        target: Target::None,
+    });
 }
