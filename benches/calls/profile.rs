@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use idem::store::Synchronous;
+use idem::store::{BudgetStore, Synchronous};
 use idem::{MemoryStore, SqliteStore};
 
 use super::hand::{HandMemory, HandSqlite};
@@ -43,36 +43,20 @@ pub fn profile(spec: &str) {
         busy.iter().for_each(|c| reserve(c));
     };
     let ok = match (store, side) {
-        ("memory", "idem") => {
-            let tools = Tools::new(MemoryStore::new());
-            let call = |a: Args| tools.send_invoice(a.customer, a.period, a.amount, a.memo);
-            seed(&call, &|c| reserve_in_progress(&tools.store, c));
-            profiled_calls(args, &call)
+        ("memory" | "full" | "normal", "idem" | "budgeted") => {
+            let budgeted = side == "budgeted";
+            match store {
+                "memory" => idem_side(Tools::new(MemoryStore::new()), budgeted, args, &seed),
+                _ => {
+                    let store = SqliteStore::builder(dir.path().join("idem.db")).synchronous(sync).open().unwrap();
+                    idem_side(Tools::new(store), budgeted, args, &seed)
+                }
+            }
         }
         ("memory", "hand") => {
             let hand = HandMemory::new();
             let call = |a: Args| hand.send_invoice(a.customer, a.period, a.amount, a.memo);
             seed(&call, &|c| hand.reserve_only(c));
-            profiled_calls(args, &call)
-        }
-        ("full" | "normal", "idem") => {
-            let store = SqliteStore::builder(dir.path().join("idem.db")).synchronous(sync).open().unwrap();
-            let tools = Tools::new(store);
-            let call = |a: Args| tools.send_invoice(a.customer, a.period, a.amount, a.memo);
-            seed(&call, &|c| reserve_in_progress(&tools.store, c));
-            profiled_calls(args, &call)
-        }
-        ("memory", "budgeted") => {
-            let tools = Tools::new(MemoryStore::new());
-            let call = |a: Args| tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo);
-            seed(&call, &|c| reserve_in_progress(&tools.store, c));
-            profiled_calls(args, &call)
-        }
-        ("full" | "normal", "budgeted") => {
-            let store = SqliteStore::builder(dir.path().join("idem.db")).synchronous(sync).open().unwrap();
-            let tools = Tools::new(store);
-            let call = |a: Args| tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo);
-            seed(&call, &|c| reserve_in_progress(&tools.store, c));
             profiled_calls(args, &call)
         }
         ("full" | "normal", "hand") => {
@@ -85,4 +69,17 @@ pub fn profile(spec: &str) {
         other => panic!("unknown store and side {other:?}"),
     };
     println!("{name}: {n} calls, {ok} Ok");
+}
+
+/// What [`profile`] seeds a side with: its calls, and how it reserves a key without running.
+type Seed<'a> = dyn Fn(&dyn Fn(Args) -> Result<Invoice, ToolError>, &dyn Fn(&str)) + 'a;
+
+/// The idem tool's calls on `tools`' store, with its budget when `budgeted`.
+fn idem_side<S: BudgetStore>(tools: Tools<S>, budgeted: bool, args: Vec<Args>, seed: &Seed<'_>) -> usize {
+    let call = |a: Args| match budgeted {
+        true => tools.send_invoice_budgeted(a.customer, a.period, a.amount, a.memo),
+        false => tools.send_invoice(a.customer, a.period, a.amount, a.memo),
+    };
+    seed(&call, &|c| reserve_in_progress(&tools.store, c));
+    profiled_calls(args, &call)
 }
