@@ -49,10 +49,8 @@ impl RedisStore {
         request: Reserve<'_>,
         charge: Charge<'_>,
     ) -> Result<Reservation, StoreError> {
-        let RecordId { namespace, key } = request.id;
-        let (shard, record) = self.keys.record(request.id);
-        let (now, mut found) = self.read_keys("reserve", shard, vec![record.clone()]).await?;
-        if let Some(existing) = fields::record(&found.pop().unwrap_or_default(), now, &format!("{namespace}/{key}"))? {
+        let (now, found) = self.read_record("reserve", request.id).await?;
+        if let Some(existing) = found {
             return Ok(Reservation::Existing(existing));
         }
         let pending = match self.charge_pending(request.id, charge).await? {

@@ -102,8 +102,11 @@ impl RedisStore {
         request: Reserve<'_>,
         charge: Option<Charge<'_>>,
     ) -> Result<Reservation, StoreError> {
+        // On a cluster a charged reservation starts with this same read anyway (`charges.rs`).
+        let reads_anyway = charge.is_some() && self.keys.cluster;
         if self.repeats.read_first()
-            && let Some(existing) = self.read_plainly(request.id).await?
+            && !reads_anyway
+            && let (_, Some(existing)) = self.read_record("reserve", request.id).await?
         {
             self.repeats.saw(true);
             return Ok(Reservation::Existing(existing));
@@ -115,23 +118,28 @@ impl RedisStore {
         reserved
     }
 
-    /// The record of `id`, read without a script: `TIME`, then `HMGET` of the fields a
-    /// record is read from, pipelined (one round trip, two commands of a microsecond each,
-    /// where a script costs about twenty; `HGETALL` would also send every field's name).
-    /// The clock is read first, so a lease the read shows ended had ended when it was read,
-    /// as the script would say; one that ends between the two commands reads as running,
-    /// which a caller learns on its next call.
-    async fn read_plainly(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
+    /// The server's time (ms) and the record of `id`, read without a script: `TIME`, then
+    /// `HMGET` of the fields a record is read from, pipelined (one round trip, two commands
+    /// of a microsecond each, where a script costs about twenty; `HGETALL` would also send
+    /// every field's name). The clock is read first, so a lease the read shows ended had
+    /// ended when it was read, as a script would say; one that ends between the two
+    /// commands reads as running, which a caller learns on its next call.
+    pub(super) async fn read_record(
+        &self,
+        operation: &'static str,
+        id: RecordId<'_>,
+    ) -> Result<(i64, Option<Record>), StoreError> {
         let (shard, record) = self.keys.record(id);
         let mut pipeline = redis::pipe();
         pipeline.cmd("TIME").cmd("HMGET").arg(record).arg(&fields::RECORD_FIELDS[..]);
         type Read = ((i64, i64), Vec<Option<String>>);
-        let ((seconds, micros), found): Read = run(&self.io, &self.link, "reserve", shard, move |mut connection| {
+        let ((seconds, micros), found): Read = run(&self.io, &self.link, operation, shard, move |mut connection| {
             let pipeline = pipeline.clone();
             async move { pipeline.query_async(&mut connection).await }
         })
         .await?;
-        fields::record(&fields::Listed(found), seconds * 1000 + micros / 1000, &format!("{}/{}", id.namespace, id.key))
+        let now = seconds * 1000 + micros / 1000;
+        Ok((now, fields::record(&fields::Listed(found), now, &format!("{}/{}", id.namespace, id.key))?))
     }
 
     async fn reserve_scripted(
@@ -282,9 +290,7 @@ impl RedisStore {
     }
 
     async fn read_async(&self, id: RecordId<'_>) -> Result<Option<Record>, StoreError> {
-        let (shard, record) = self.keys.record(id);
-        let (now, mut found) = self.read_keys("read", shard, vec![record]).await?;
-        fields::record(&found.pop().unwrap_or_default(), now, &format!("{}/{}", id.namespace, id.key))
+        self.read_record("read", id).await.map(|(_, record)| record)
     }
 
     /// The hashes of `keys`, all of `shard` (empty for a missing key), and the server's time.
