@@ -229,17 +229,18 @@ fn rows(settings: &Settings, report: &mut Report, url: &str, store_name: &'stati
     server
 }
 
-/// The store's part of a repeat alone, on one server: `reserve` of an existing record (the
-/// in-progress ones, whose keys the bench wrote as they are), which reads it (`TIME` and
-/// `HMGET` of its fields, pipelined, after a stretch of repeats), against the same two commands by hand
-/// on the same runtime, reading the same record (its key written out as the store lays it
-/// out on one server): the same bytes from the server, so what this row costs beyond its
-/// baseline is the store's own work around the read. What the tool's repeat rows cost
-/// beyond this row is the call's.
-/// The fields the store reads a record from, as it asks for them.
+/// The fields the store reads a record from, as it asks for them (the store's own list is
+/// not public).
 const RECORD_FIELDS: [&str; 9] =
     ["state", "lease", "result", "progress", "token", "request", "created", "updated", "retain"];
 
+/// The store's part of a repeat alone, on one server: `reserve` of an existing record (the
+/// in-progress ones, whose keys the bench wrote as they are), which reads it (`TIME` and
+/// `HMGET` of its fields, pipelined, after a stretch of repeats), against the same two
+/// commands by hand on the same runtime, reading the same record (its key written out as
+/// the store lays it out on one server): the same bytes from the server, so what this row
+/// costs beyond its baseline is the store's own work around the read. What the tool's
+/// repeat rows cost beyond this row is the call's.
 fn reads(
     settings: &Settings,
     report: &mut Report,

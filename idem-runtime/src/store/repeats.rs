@@ -8,7 +8,7 @@
 //! machinery): about 40 us more than a `SELECT` per replay on this machine (issue 16,
 //! `cargo bench`, durable server: a replay at 1.67-1.73x a hand-written `SELECT`,
 //! 1.26-1.33x reading first). On Redis the script costs about 20 us of the server's time
-//! where `TIME` and `HGETALL` (now `HMGET`), pipelined, cost 1 each (`INFO commandstats`, issue 43). Reading first costs a first
+//! where `TIME` and `HMGET`, pipelined, cost 1 each (`INFO commandstats`, issue 43). Reading first costs a first
 //! call a round trip (on PostgreSQL 1.14-1.28x a hand-written first call, 1.24-1.39x
 //! reading first).
 //!
