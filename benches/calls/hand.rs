@@ -29,7 +29,7 @@ impl HandMemory {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, HandEntry>> {
-        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.map)
     }
 
     pub fn send_invoice(
@@ -66,6 +66,11 @@ impl HandMemory {
     }
 }
 
+/// A baseline's map: a panic while it was held leaves entries a later call may still read.
+fn locked<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The same tool by hand over a `HashMap` holding what a store holds: the compared field
 /// and the result as JSON text (written on a first call, parsed on a replay) and when the
 /// key was reserved. The floor for a tool whose records are bytes, as idem's are in every
@@ -87,7 +92,7 @@ impl HandMemoryJson {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, JsonEntry>> {
-        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.map)
     }
 
     pub fn send_invoice(
