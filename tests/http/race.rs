@@ -1,12 +1,16 @@
 //! Concurrent duplicates: a repeat while the first request runs is a 409 with Retry-After,
 //! and however many arrive at once, the service acts once per key.
 
+use std::future::poll_fn;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use axum::body::Body;
+use axum::http::Request;
 use idem::MemoryStore;
 use idem::http::IdempotencyLayer;
 use tokio::sync::Barrier;
+use tower_service::Service;
 
 use crate::support::{app, post_invoice, send, serve};
 
@@ -96,4 +100,37 @@ async fn a_request_that_outlives_its_lease_keeps_its_key() {
     assert_eq!(first.await.unwrap().status, 201);
     assert!(slow(addr).await.replayed());
     assert_eq!(billing.invoices("long"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_whose_client_goes_away_still_runs_once_and_is_replayed() {
+    let (mut router, billing) = app(IdempotencyLayer::new(MemoryStore::new()));
+    let request = Request::post("/v1/slow")
+        .header("idempotency-key", "gone")
+        .header("content-type", "application/json")
+        .body(Body::from(INVOICE))
+        .unwrap();
+    poll_fn(|cx| Service::<Request<Body>>::poll_ready(&mut router, cx)).await.unwrap();
+    let mut first = Box::pin(router.call(request));
+    // The request runs until the service waits; then its future is dropped, as a server
+    // drops it when the client's connection closes.
+    tokio::select! {
+        _ = &mut first => panic!("the service answered before it was let go"),
+        () = billing.entered.notified() => {}
+    }
+    drop(first);
+    billing.go.notify_one();
+    let addr = serve(router).await;
+    // The request goes on without its client: repeats wait for it, then get its response.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let reply = loop {
+        let reply = send(addr, "POST", "/v1/slow", &[("idempotency-key", "gone")], INVOICE).await;
+        if reply.status != 409 || Instant::now() > deadline {
+            break reply;
+        }
+        assert_eq!(reply.problem(), "request-in-progress", "{reply:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!((reply.status, reply.replayed()), (201, true), "{reply:?}");
+    assert_eq!(billing.invoices("gone"), 1);
 }

@@ -84,9 +84,13 @@
 //!   [`scope`](IdempotencyLayer::scope), hashed, in front) is reserved with it in the
 //!   store, in the layer's [`namespace`](IdempotencyLayer::namespace), before the service
 //!   runs.
-//! - The service runs on a tokio task of its own: a client that disconnects does not
-//!   cancel the request midway; a retry gets its response. The reservation's lease (30 s)
-//!   is renewed while it runs, for up to [`max_hold`](IdempotencyLayer::max_hold) (an hour).
+//! - A request starts when its response future is first polled. From its first wait on
+//!   (for its body, the store or the service), it goes on on a tokio task of its own: a
+//!   client that disconnects does not cancel the request midway; a retry gets its
+//!   response. A request answered without waiting, such as a replay from a memory store,
+//!   is answered on the caller's task, with no task spawned. The reservation's lease
+//!   (30 s) is renewed while it runs, for up to [`max_hold`](IdempotencyLayer::max_hold)
+//!   (an hour).
 //! - A final response is read whole, and its status, allow-listed headers
 //!   ([`DEFAULT_REPLAY_HEADERS`]; never `Set-Cookie`, `Authorization` or framing headers)
 //!   and body are stored for [`retain`](IdempotencyLayer::retain) (a week). The first

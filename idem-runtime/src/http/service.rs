@@ -2,7 +2,7 @@
 //! answer.
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -79,12 +79,16 @@ where
             Err(rule) => return answer(Problem::bad_key(rule)),
         };
         let shared = Arc::clone(&self.shared);
-        let handle = handle(shared, inner, request, key);
-        // On a task of its own: a client that goes away does not cancel a request midway,
-        // which would leave its outcome unknown. Its answer waits for a retry.
-        let task = tokio::spawn(handle.in_current_span());
+        let mut handle = Box::pin(handle(shared, inner, request, key).in_current_span());
         Box::pin(async move {
-            match task.await {
+            // A request answered without waiting (a replay from a local store, a service that
+            // answers at once) is answered here. One that waits goes on on a task of its own:
+            // a client that goes away does not cancel it midway, which would leave its
+            // outcome unknown. Its answer waits for a retry.
+            if let Poll::Ready(answered) = poll_fn(|cx| Poll::Ready(handle.as_mut().poll(cx))).await {
+                return answered;
+            }
+            match tokio::spawn(handle).await {
                 Ok(answered) => answered,
                 Err(failed) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
                 Err(_cancelled) => Ok(Problem::new(
