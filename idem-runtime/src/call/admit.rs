@@ -68,7 +68,8 @@ pub(super) async fn admit<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
     };
     let reserved = match tool.approval {
         None => Reserved { reservation: reserve(tool, at, (key, request), amount, false).await, approved: false },
-        Some(asking) => match gated(tool, asking, at, (key, request), asks, amount).await {
+        // Boxed: the gate's future is large, and a call without an approval should not carry it.
+        Some(asking) => match Box::pin(gated(tool, asking, at, (key, request), asks, amount)).await {
             Ok(reserved) => reserved,
             Err((outcome, error)) => return Admission::Answered(outcome, error),
         },
@@ -80,7 +81,7 @@ pub(super) async fn admit<S: Store + ?Sized, R: Reserving<S>, L: Renews>(
                 None => super::approval::default_text(tool, &key.readable(), request),
             };
             let question = super::budget::over_budget_text(&action, window);
-            match gated(tool, asking, at, (key, request), Some(&question), amount).await {
+            match Box::pin(gated(tool, asking, at, (key, request), Some(&question), amount)).await {
                 Ok(reserved) => reserved,
                 Err((outcome, error)) => return Admission::Answered(outcome, error),
             }

@@ -89,7 +89,8 @@ where
         Step::Reconcile { expired, since_ms } => {
             notify(tool.subject(), &key, Phase::Reserve, Happened::FoundAbandoned);
             let abandoned = Abandoned { key: key.clone(), request: request.clone(), since_ms };
-            match reconcile(tool, at, id, expired, abandoned, hook).await {
+            // Boxed, as rare: a call that finds no abandoned reservation should not carry it.
+            match Box::pin(reconcile(tool, at, id, expired, abandoned, hook)).await {
                 Ok(token) => token,
                 Err((outcome, answer)) => {
                     watch.reserved();
@@ -109,9 +110,9 @@ where
     let held = at.hold(tool, &key, token, started);
     super::cancel::forget(tool.namespace, key.as_str());
     let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
-    let body = Scoped::new(body, current);
+    let mut body = std::pin::pin!(Scoped::new(body, current));
     let output = match held.slot() {
-        Some(slot) => renewing(at, slot, (tool, &key), token, body).await,
+        Some(slot) => renewing(at, slot, (tool, &key), token, body.as_mut()).await,
         None => body.await,
     };
     // Renewal ends before the completion is written: no renewal races the completion.

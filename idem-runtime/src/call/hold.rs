@@ -3,7 +3,7 @@
 //! [`cancel_requested`] to learn whether it was asked to stop.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -23,7 +23,7 @@ pub(super) async fn renewing<S, R, L, B>(
     slot: &Slot,
     (tool, key): (&'static Tool, &Key),
     token: Token,
-    body: B,
+    mut body: Pin<&mut B>,
 ) -> B::Output
 where
     S: Store + ?Sized,
@@ -31,7 +31,6 @@ where
     L: Renews,
     B: Future,
 {
-    let mut body = pin!(body);
     let id = RecordId { namespace: tool.namespace, key: key.as_str() };
     let renew = |progress: Option<Arc<str>>| async move {
         let result = at.store.renew(Renew { id, token, lease: tool.lease, progress: progress.as_deref() }).await;
