@@ -67,6 +67,48 @@ pub fn http(settings: &Settings, report: &mut Report) {
     report.rows.push(Row { store: "http (memory)", call: "replay", baseline, pair: replay, target: Target::None });
 }
 
+/// `IDEM_BENCH_PROFILE=http-<first|replay>-<idem|hand>[:n]`: `n` requests on one side only,
+/// in [`profiled_requests`], for a profiler. Returns how many were answered as expected.
+pub fn profile(call: &str, side: &str, n: usize) -> usize {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let replay = match call {
+        "first" => false,
+        "replay" => true,
+        other => panic!("the http bench has first and replay calls, not {other}"),
+    };
+    let pool: Vec<String> = (0..n.min(256)).map(|_| next_key()).collect();
+    let keys: Vec<String> = match replay {
+        true => (0..n).map(|i| pool[i % pool.len()].clone()).collect(),
+        false => (0..n).map(|_| next_key()).collect(),
+    };
+    runtime.block_on(async {
+        match side {
+            "idem" => profiled_requests(idem_service(), &pool, keys, replay).await,
+            "hand" => profiled_requests(hand_service(), &pool, keys, replay).await,
+            other => panic!("the http bench's sides are idem and hand, not {other}"),
+        }
+    })
+}
+
+/// The requests that [`profile`] makes, after answering `pool` once when they replay.
+#[inline(never)]
+async fn profiled_requests<S>(mut service: S, pool: &[String], keys: Vec<String>, replay: bool) -> usize
+where
+    S: Service<Request<Body>, Response = Response<Body>>,
+    S::Error: std::fmt::Debug,
+{
+    if replay {
+        for key in pool {
+            call(&mut service, key).await;
+        }
+    }
+    let mut answered = 0;
+    for key in &keys {
+        answered += usize::from(call(&mut service, key).await == (StatusCode::CREATED, replay));
+    }
+    answered
+}
+
 fn next_key() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     format!("key-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))

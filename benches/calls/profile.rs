@@ -19,15 +19,19 @@ fn profiled_calls(args: Vec<Args>, call: &dyn Fn(Args) -> Result<Invoice, ToolEr
 }
 
 /// `IDEM_BENCH_PROFILE=<store>-<call>-<side>[:n]`: makes `n` (default 10,000) calls of one
-/// bench on one side only, for a profiler. `store`: `memory`, `full`, `normal`; `call`:
-/// `first`, `replay`, `busy` (in progress), `conflict`; `side`: `idem`, `hand`, or `budgeted`
-/// (the idem tool with a budget).
+/// bench on one side only, for a profiler. `store`: `memory`, `full`, `normal`, or `http`
+/// (the HTTP layer's requests: `first` and `replay` only); `call`: `first`, `replay`, `busy`
+/// (in progress), `conflict`; `side`: `idem`, `hand`, or `budgeted` (the idem tool with a
+/// budget).
 pub fn profile(spec: &str) {
     let (name, n) = spec.split_once(':').map_or((spec, 10_000), |(name, n)| (name, n.parse().unwrap()));
     let parts: Vec<&str> = name.split('-').collect();
     let [store, call, side] = parts[..] else {
         panic!("IDEM_BENCH_PROFILE={spec}: expected <store>-<call>-<side>[:n]")
     };
+    if store == "http" {
+        return http(name, call, side, n);
+    }
     let dir = tempfile::tempdir().unwrap();
     let pool: Vec<String> = fresh_customers(n.min(1000)).into_iter().map(|a| a.customer).collect();
     let busy: Vec<String> = (0..n.min(1000)).map(|i| format!("busy{i}")).collect();
@@ -69,6 +73,18 @@ pub fn profile(spec: &str) {
         other => panic!("unknown store and side {other:?}"),
     };
     println!("{name}: {n} calls, {ok} Ok");
+}
+
+/// The HTTP layer's requests, for [`profile`].
+#[cfg(feature = "http")]
+fn http(name: &str, call: &str, side: &str, n: usize) {
+    let ok = super::http::profile(call, side, n);
+    println!("{name}: {n} requests, {ok} answered as expected");
+}
+
+#[cfg(not(feature = "http"))]
+fn http(name: &str, _: &str, _: &str, _: usize) {
+    panic!("IDEM_BENCH_PROFILE={name}: the HTTP layer's bench needs `--features http`")
 }
 
 /// What [`profile`] seeds a side with: its calls, and how it reserves a key without running.
