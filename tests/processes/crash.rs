@@ -10,7 +10,7 @@
 //! print markers on stdout and block where they are told to, and the parent kills them
 //! there, or after a random delay while they run on.
 //!
-//! 98 trials, each on a key of its own, with a lease of 300 ms: per provider, five kills at
+//! 98 trials, each on a key of its own, with a lease of one second: per provider, five kills at
 //! each of four points (in the body before the provider call, inside the provider's
 //! transaction, after the provider call, after completion), eight crashes followed by a
 //! crash of the call that recovers them (in the reconcile hook, or in the body the hook
