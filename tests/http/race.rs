@@ -1,5 +1,6 @@
 //! Concurrent duplicates: a repeat while the first request runs is a 409 with Retry-After,
-//! and however many arrive at once, the service acts once per key.
+//! and however many arrive at once, the service acts once per key; a request whose client
+//! goes away while it runs still runs once, and its retry gets its response.
 
 use std::future::poll_fn;
 use std::sync::Arc;

@@ -3,9 +3,13 @@
 //! own thread ([`block_on`](crate::store::block_on)), so every branch is written once.
 //!
 //! The driver reaches the store through a [`CallStore`]: the store's own futures, never
-//! boxed, so a sync tool over a local store pays no allocation per store operation.
+//! boxed, so a sync tool over a local store pays no allocation per store operation. Only
+//! the rare steps are boxed, one allocation each when a call takes them (the approval
+//! gate, the reconciling of an abandoned reservation), so that every other call's future
+//! does not carry theirs.
 
 use std::future::Future;
+use std::pin::pin;
 
 use crate::error::Error;
 use crate::key::Key;
@@ -110,7 +114,7 @@ where
     let held = at.hold(tool, &key, token, started);
     super::cancel::forget(tool.namespace, key.as_str());
     let current = Current { namespace: tool.namespace, key: Some(key.clone()), slot: Some(held.call_ref()) };
-    let mut body = std::pin::pin!(Scoped::new(body, current));
+    let mut body = pin!(Scoped::new(body, current));
     let output = match held.slot() {
         Some(slot) => renewing(at, slot, (tool, &key), token, body.as_mut()).await,
         None => body.await,
