@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Serves `server` over streamable HTTP on 127.0.0.1 and connects rmcp's client to it.
-async fn connect<S: ServerHandler + Clone>(server: S) -> RunningService<RoleClient, ()> {
+async fn connect(server: Renamed) -> RunningService<RoleClient, ()> {
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -37,10 +37,10 @@ async fn tools(client: &RunningService<RoleClient, ()>) -> Vec<rmcp::model::Tool
 }
 
 /// Calls a tool as a model's client does; every idem answer is a tool result.
-async fn call(client: &RunningService<RoleClient, ()>, tool: &'static str, args: Value) -> CallToolResult {
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
     let args = args.as_object().expect("arguments are an object").clone();
     client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
         .await
         .expect("a tool result, not a protocol error")
 }
@@ -57,9 +57,9 @@ fn sorted(names: impl IntoIterator<Item = impl ToString>) -> Vec<String> {
     names
 }
 
-/// One server per serde `rename_all` rule, each with one tool and its status tool.
-macro_rules! rule_server {
-    ($rule:literal, $args:ident, $server:ident) => {
+/// An argument struct per serde `rename_all` rule: the same three fields, named by the rule.
+macro_rules! rule_args {
+    ($($rule:literal => $args:ident),* $(,)?) => {$(
         #[derive(Deserialize, schemars::JsonSchema)]
         #[schemars(crate = "rmcp::schemars")]
         #[serde(rename_all = $rule)]
@@ -70,143 +70,98 @@ macro_rules! rule_server {
             billing_period: String,
             amount_eur: f64,
         }
-
-        #[derive(Clone, Default)]
-        struct $server {
-            store: Arc<MemoryStore>,
-        }
-
-        #[idem::status_tools]
-        #[tool_router]
-        impl $server {
-            /// Send the invoice of one customer and period.
-            #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-                namespace = $rule, store = *self.store)]
-            #[tool]
-            async fn send_invoice(&self, Parameters(req): Parameters<$args>) -> Result<CallToolResult, ErrorData> {
-                Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-            }
-        }
-
-        #[tool_handler]
-        impl ServerHandler for $server {}
-    };
+    )*};
 }
 
-rule_server!("lowercase", LowerArgs, LowerServer);
-rule_server!("UPPERCASE", UpperArgs, UpperServer);
-rule_server!("PascalCase", PascalArgs, PascalServer);
-rule_server!("camelCase", CamelArgs, CamelServer);
-rule_server!("snake_case", SnakeArgs, SnakeServer);
-rule_server!("SCREAMING_SNAKE_CASE", ScreamingArgs, ScreamingServer);
-rule_server!("kebab-case", KebabArgs, KebabServer);
-rule_server!("SCREAMING-KEBAB-CASE", ShoutingKebabArgs, ShoutingKebabServer);
-
-/// What one rule's server must show and answer, with the names it gives the three fields.
-async fn check_rule(rule: &str, client: RunningService<RoleClient, ()>, [customer, period, amount]: [&str; 3]) {
-    let tools = tools(&client).await;
-    let status = tools.iter().find(|tool| tool.name == "send_invoice_status").expect("a status tool");
-    let status = serde_json::to_value(status).unwrap();
-    let schema = &status["inputSchema"];
-    assert_eq!(
-        sorted(schema["properties"].as_object().unwrap().keys()),
-        sorted([customer, period]),
-        "{rule}: {status}"
-    );
-    assert_eq!(
-        sorted(schema["required"].as_array().unwrap().iter().flat_map(Value::as_str)),
-        sorted([customer, period])
-    );
-    assert_eq!(schema["properties"][customer]["description"], "The customer to bill.", "{rule}");
-    let description = status["description"].as_str().unwrap();
-    assert!(description.contains(&format!("key fields: {customer}, {period}.")), "{rule}: {description}");
-    // The tool's own description names the fields as the model sends them too.
-    let tool = tools.iter().find(|tool| tool.name == "send_invoice").expect("the tool");
-    let description = tool.description.as_deref().unwrap_or_default();
-    for said in [
-        format!("a repeat for the same {customer} and {period} never runs it twice"),
-        format!("A repeat with a different {amount} is refused with CONFLICT"),
-        format!("call send_invoice_status with the same {customer} and {period} instead"),
-    ] {
-        assert!(description.contains(&said), "{rule}: {said:?} in {description}");
-    }
-
-    let sent = call(&client, "send_invoice", json!({customer: "acme", period: "2026-10", amount: 120.0})).await;
-    assert_eq!(sent.is_error, Some(false), "{rule}: {sent:?}");
-    let read = call(&client, "send_invoice_status", json!({customer: "acme", period: "2026-10"})).await;
-    let read = read.structured_content.expect("a status");
-    assert_eq!((&read["status"], &read["result"]["billed"]), (&json!("completed"), &json!("acme")), "{rule}: {read}");
-
-    let changed = call(&client, "send_invoice", json!({customer: "acme", period: "2026-10", amount: 150.0})).await;
-    let conflict = error(&changed);
-    assert_eq!(conflict["code"], "CONFLICT", "{rule}");
-    let message = conflict["message"].as_str().unwrap();
-    assert!(message.ends_with(&format!("{amount} was 120.0, now 150.0")), "{rule}: {message}");
-    assert_eq!(conflict["differences"][0]["field"], amount, "{rule}: {conflict}");
-
-    let missing = call(&client, "send_invoice_status", json!({customer: "acme"})).await;
-    let missing = error(&missing)["message"].as_str().unwrap().to_owned();
-    assert!(missing.contains(&format!("{period} is missing")), "{rule}: {missing}");
-    let empty = call(&client, "send_invoice", json!({customer: " ", period: "2026-10", amount: 1.0})).await;
-    let empty = error(&empty)["message"].as_str().unwrap().to_owned();
-    assert!(empty.contains(&format!("key field {customer} is")), "{rule}: {empty}");
-    client.cancel().await.unwrap();
+rule_args! {
+    "lowercase" => LowerArgs,
+    "UPPERCASE" => UpperArgs,
+    "PascalCase" => PascalArgs,
+    "camelCase" => CamelArgs,
+    "snake_case" => SnakeArgs,
+    "SCREAMING_SNAKE_CASE" => ScreamingArgs,
+    "kebab-case" => KebabArgs,
+    "SCREAMING-KEBAB-CASE" => ShoutingKebabArgs,
 }
 
-#[tokio::test]
-async fn every_rename_all_rule_gives_status_tools_and_answers_the_models_names() {
-    let snake = ["customer_id", "billing_period", "amount_eur"];
-    let screaming = ["CUSTOMER_ID", "BILLING_PERIOD", "AMOUNT_EUR"];
-    check_rule("lowercase", connect(LowerServer::default()).await, snake).await;
-    check_rule("UPPERCASE", connect(UpperServer::default()).await, screaming).await;
-    check_rule("PascalCase", connect(PascalServer::default()).await, ["CustomerId", "BillingPeriod", "AmountEur"])
-        .await;
-    check_rule("camelCase", connect(CamelServer::default()).await, ["customerId", "billingPeriod", "amountEur"]).await;
-    check_rule("snake_case", connect(SnakeServer::default()).await, snake).await;
-    check_rule("SCREAMING_SNAKE_CASE", connect(ScreamingServer::default()).await, screaming).await;
-    check_rule("kebab-case", connect(KebabServer::default()).await, ["customer-id", "billing-period", "amount-eur"])
-        .await;
-    let shouting = ["CUSTOMER-ID", "BILLING-PERIOD", "AMOUNT-EUR"];
-    check_rule("SCREAMING-KEBAB-CASE", connect(ShoutingKebabServer::default()).await, shouting).await;
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-struct Customer {
-    customer_ref: String,
-    vat_rate: f64,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-struct Refund {
-    billing_customer: Customer,
-    /// The order to refund.
-    #[serde(rename = "orderNo")]
-    order_number: u32,
-    #[serde(rename = "amt")]
-    amount_eur: f64,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct Ship {
-    #[serde(rename = "parcelId")]
-    parcel: String,
-    #[serde(rename = "kg")]
-    weight: f64,
-}
-
+/// The server of every test here: a tool (and its status tool) per `rename_all` rule, and
+/// tools whose fields `#[serde(rename)]` renames. One server type keeps rmcp's streamable
+/// HTTP service compiled once in this test binary, not once per rule.
 #[derive(Clone, Default)]
-struct Orders {
+struct Renamed {
     store: Arc<MemoryStore>,
 }
 
 #[idem::status_tools]
 #[tool_router]
-impl Orders {
+impl Renamed {
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "lowercase", store = *self.store)]
+    #[tool]
+    async fn send_lower(&self, Parameters(req): Parameters<LowerArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "UPPERCASE", store = *self.store)]
+    #[tool]
+    async fn send_upper(&self, Parameters(req): Parameters<UpperArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "PascalCase", store = *self.store)]
+    #[tool]
+    async fn send_pascal(&self, Parameters(req): Parameters<PascalArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "camelCase", store = *self.store)]
+    #[tool]
+    async fn send_camel(&self, Parameters(req): Parameters<CamelArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "snake_case", store = *self.store)]
+    #[tool]
+    async fn send_snake(&self, Parameters(req): Parameters<SnakeArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "SCREAMING_SNAKE_CASE", store = *self.store)]
+    #[tool]
+    async fn send_screaming(&self, Parameters(req): Parameters<ScreamingArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "kebab-case", store = *self.store)]
+    #[tool]
+    async fn send_kebab(&self, Parameters(req): Parameters<KebabArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
+    /// Send the invoice of one customer and period.
+    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+        namespace = "SCREAMING-KEBAB-CASE", store = *self.store)]
+    #[tool]
+    async fn send_shouting_kebab(
+        &self,
+        Parameters(req): Parameters<ShoutingKebabArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+    }
+
     /// Refund an order: a nested key field, and fields `#[serde(rename)]` renames, named in
     /// `json_names`.
     #[idempotent(key = "refund:<req.billing_customer.customer_ref>:<req.order_number>",
@@ -239,11 +194,108 @@ impl Orders {
 }
 
 #[tool_handler]
-impl ServerHandler for Orders {}
+impl ServerHandler for Renamed {}
+
+/// What one rule's tool (`send`) and its status tool must show and answer, with the names
+/// the rule gives the three fields.
+async fn check_rule(client: &RunningService<RoleClient, ()>, send: &str, [customer, period, amount]: [&str; 3]) {
+    let status_tool = format!("{send}_status");
+    let tools = tools(client).await;
+    let status = tools.iter().find(|tool| tool.name == status_tool).expect("a status tool");
+    let status = serde_json::to_value(status).unwrap();
+    let schema = &status["inputSchema"];
+    assert_eq!(
+        sorted(schema["properties"].as_object().unwrap().keys()),
+        sorted([customer, period]),
+        "{send}: {status}"
+    );
+    assert_eq!(
+        sorted(schema["required"].as_array().unwrap().iter().flat_map(Value::as_str)),
+        sorted([customer, period])
+    );
+    assert_eq!(schema["properties"][customer]["description"], "The customer to bill.", "{send}");
+    let description = status["description"].as_str().unwrap();
+    assert!(description.contains(&format!("key fields: {customer}, {period}.")), "{send}: {description}");
+    // The tool's own description names the fields as the model sends them too.
+    let tool = tools.iter().find(|tool| tool.name == send).expect("the tool");
+    let description = tool.description.as_deref().unwrap_or_default();
+    for said in [
+        format!("a repeat for the same {customer} and {period} never runs it twice"),
+        format!("A repeat with a different {amount} is refused with CONFLICT"),
+        format!("call {status_tool} with the same {customer} and {period} instead"),
+    ] {
+        assert!(description.contains(&said), "{send}: {said:?} in {description}");
+    }
+
+    let sent = call(client, send, json!({customer: "acme", period: "2026-10", amount: 120.0})).await;
+    assert_eq!(sent.is_error, Some(false), "{send}: {sent:?}");
+    let read = call(client, &status_tool, json!({customer: "acme", period: "2026-10"})).await;
+    let read = read.structured_content.expect("a status");
+    assert_eq!((&read["status"], &read["result"]["billed"]), (&json!("completed"), &json!("acme")), "{send}: {read}");
+
+    let changed = call(client, send, json!({customer: "acme", period: "2026-10", amount: 150.0})).await;
+    let conflict = error(&changed);
+    assert_eq!(conflict["code"], "CONFLICT", "{send}");
+    let message = conflict["message"].as_str().unwrap();
+    assert!(message.ends_with(&format!("{amount} was 120.0, now 150.0")), "{send}: {message}");
+    assert_eq!(conflict["differences"][0]["field"], amount, "{send}: {conflict}");
+
+    let missing = call(client, &status_tool, json!({customer: "acme"})).await;
+    let missing = error(&missing)["message"].as_str().unwrap().to_owned();
+    assert!(missing.contains(&format!("{period} is missing")), "{send}: {missing}");
+    let empty = call(client, send, json!({customer: " ", period: "2026-10", amount: 1.0})).await;
+    let empty = error(&empty)["message"].as_str().unwrap().to_owned();
+    assert!(empty.contains(&format!("key field {customer} is")), "{send}: {empty}");
+}
+
+#[tokio::test]
+async fn every_rename_all_rule_gives_status_tools_and_answers_the_models_names() {
+    let client = connect(Renamed::default()).await;
+    let snake = ["customer_id", "billing_period", "amount_eur"];
+    let screaming = ["CUSTOMER_ID", "BILLING_PERIOD", "AMOUNT_EUR"];
+    check_rule(&client, "send_lower", snake).await;
+    check_rule(&client, "send_upper", screaming).await;
+    check_rule(&client, "send_pascal", ["CustomerId", "BillingPeriod", "AmountEur"]).await;
+    check_rule(&client, "send_camel", ["customerId", "billingPeriod", "amountEur"]).await;
+    check_rule(&client, "send_snake", snake).await;
+    check_rule(&client, "send_screaming", screaming).await;
+    check_rule(&client, "send_kebab", ["customer-id", "billing-period", "amount-eur"]).await;
+    check_rule(&client, "send_shouting_kebab", ["CUSTOMER-ID", "BILLING-PERIOD", "AMOUNT-EUR"]).await;
+    client.cancel().await.unwrap();
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+struct Customer {
+    customer_ref: String,
+    vat_rate: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+struct Refund {
+    billing_customer: Customer,
+    /// The order to refund.
+    #[serde(rename = "orderNo")]
+    order_number: u32,
+    #[serde(rename = "amt")]
+    amount_eur: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct Ship {
+    #[serde(rename = "parcelId")]
+    parcel: String,
+    #[serde(rename = "kg")]
+    weight: f64,
+}
 
 #[tokio::test]
 async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
-    let client = connect(Orders::default()).await;
+    let client = connect(Renamed::default()).await;
     let tools = tools(&client).await;
     let status = serde_json::to_value(tools.iter().find(|tool| tool.name == "refund_status").unwrap()).unwrap();
     let properties = status["inputSchema"]["properties"].as_object().unwrap();
@@ -258,7 +310,7 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
     );
     // `describe = off` and no doc comment: no description at all, as rmcp gives one.
     let hold = tools.iter().find(|tool| tool.name == "hold").unwrap();
-    assert_eq!((hold.description.as_deref(), Orders::hold_description().as_str()), (None, ""), "{hold:?}");
+    assert_eq!((hold.description.as_deref(), Renamed::hold_description().as_str()), (None, ""), "{hold:?}");
     let refund = tools.iter().find(|tool| tool.name == "refund").unwrap().description.as_deref().unwrap_or_default();
     for said in [
         "a repeat for the same billingCustomer.customerRef and orderNo never runs it twice",
@@ -289,7 +341,7 @@ async fn renamed_and_nested_fields_are_found_by_json_names_and_the_schema() {
 
 #[tokio::test]
 async fn a_rename_the_attribute_does_not_name_is_explained_never_a_panic() {
-    let client = connect(Orders::default()).await;
+    let client = connect(Renamed::default()).await;
     // The tool list builds: the status tool is there, without the field it cannot find.
     let tools = tools(&client).await;
     let status = serde_json::to_value(tools.iter().find(|tool| tool.name == "ship_status").unwrap()).unwrap();

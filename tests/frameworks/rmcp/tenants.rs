@@ -93,7 +93,8 @@ async fn connect_as(billing: TenantBilling, tenant: &str) -> RunningService<Role
         principal: Principal { tenant: tenant.into() },
     };
     tokio::spawn(async move {
-        let server = billing.serve(transport).await.expect("the server starts");
+        // Boxed, as `support::mcp::served` does: rmcp's serving code compiled once.
+        let server = billing.into_dyn().serve(transport).await.expect("the server starts");
         let _ = server.waiting().await;
     });
     ().serve(client_io).await.expect("the client connects")
