@@ -9,8 +9,8 @@ use tokio::io::DuplexStream;
 
 /// Starts `server` on one end of a pipe and returns the other end, for a client to serve
 /// on. The server runs until the client hangs up. It is served as rmcp's boxed
-/// `dyn DynService`, so that rmcp's serving code is compiled once for the whole test binary
-/// rather than once per server type (it was most of the binary's build time).
+/// `dyn DynService`, so rmcp's serving code is compiled once in a test binary, not once
+/// per server type.
 pub fn served<S: Service<RoleServer>>(server: S) -> DuplexStream {
     let server = server.into_dyn();
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
