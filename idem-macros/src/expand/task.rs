@@ -62,7 +62,11 @@ pub(super) fn task_state_fn(
     let caller_is = match &plan.scope {
         None => quote!(#tasks::Caller::Anyone),
         Some(scope) => {
-            let service = if sig.receiver().is_some() { quote!(self) } else { quote!(&()) };
+            // The tool's own `self` token, as the receiver above is: `self` is hygienic.
+            let service = sig.receiver().map_or(quote!(&()), |receiver| {
+                let this = receiver.self_token;
+                quote!(#this)
+            });
             let tool_name = sig.ident.to_string();
             let parts = Ident::new("__idem_parts", Span::mixed_site());
             let label = syn::Lifetime::new("'__idem_caller", Span::mixed_site());
