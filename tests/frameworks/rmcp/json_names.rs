@@ -57,110 +57,63 @@ fn sorted(names: impl IntoIterator<Item = impl ToString>) -> Vec<String> {
     names
 }
 
-/// An argument struct per serde `rename_all` rule: the same three fields, named by the rule.
-macro_rules! rule_args {
-    ($($rule:literal => $args:ident),* $(,)?) => {$(
-        #[derive(Deserialize, schemars::JsonSchema)]
-        #[schemars(crate = "rmcp::schemars")]
-        #[serde(rename_all = $rule)]
-        struct $args {
-            /// The customer to bill.
-            customer_id: String,
-            /// The billing period.
-            billing_period: String,
-            amount_eur: f64,
+/// The server of every test here, `Renamed`: for each serde `rename_all` rule, an argument
+/// struct (the same three fields, named by the rule) and a tool with its status tool; then
+/// the tools given after the rules, whose fields `#[serde(rename)]` renames. One server type
+/// keeps rmcp's streamable HTTP service compiled once in this test binary, not once per rule.
+/// The rules' tools are written in this macro and the others where it is called, two
+/// hygiene contexts in one impl block: `#[idem::status_tools]` must give each status tool
+/// its own tool's `self`, or the block does not compile.
+macro_rules! renamed_server {
+    ($($send:ident($args:ident) = $rule:literal),* $(,)?; $($other_tools:tt)*) => {
+        $(
+            #[derive(Deserialize, schemars::JsonSchema)]
+            #[schemars(crate = "rmcp::schemars")]
+            #[serde(rename_all = $rule)]
+            struct $args {
+                /// The customer to bill.
+                customer_id: String,
+                /// The billing period.
+                billing_period: String,
+                amount_eur: f64,
+            }
+        )*
+
+        #[derive(Clone, Default)]
+        struct Renamed {
+            store: Arc<MemoryStore>,
         }
-    )*};
+
+        #[idem::status_tools]
+        #[tool_router]
+        impl Renamed {
+            $(
+                /// Send the invoice of one customer and period.
+                #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
+                    namespace = $rule, store = *self.store)]
+                #[tool]
+                async fn $send(&self, Parameters(req): Parameters<$args>) -> Result<CallToolResult, ErrorData> {
+                    Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
+                }
+            )*
+
+            $($other_tools)*
+        }
+
+        #[tool_handler]
+        impl ServerHandler for Renamed {}
+    };
 }
 
-rule_args! {
-    "lowercase" => LowerArgs,
-    "UPPERCASE" => UpperArgs,
-    "PascalCase" => PascalArgs,
-    "camelCase" => CamelArgs,
-    "snake_case" => SnakeArgs,
-    "SCREAMING_SNAKE_CASE" => ScreamingArgs,
-    "kebab-case" => KebabArgs,
-    "SCREAMING-KEBAB-CASE" => ShoutingKebabArgs,
-}
-
-/// The server of every test here: a tool (and its status tool) per `rename_all` rule, and
-/// tools whose fields `#[serde(rename)]` renames. One server type keeps rmcp's streamable
-/// HTTP service compiled once in this test binary, not once per rule.
-#[derive(Clone, Default)]
-struct Renamed {
-    store: Arc<MemoryStore>,
-}
-
-#[idem::status_tools]
-#[tool_router]
-impl Renamed {
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "lowercase", store = *self.store)]
-    #[tool]
-    async fn send_lower(&self, Parameters(req): Parameters<LowerArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "UPPERCASE", store = *self.store)]
-    #[tool]
-    async fn send_upper(&self, Parameters(req): Parameters<UpperArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "PascalCase", store = *self.store)]
-    #[tool]
-    async fn send_pascal(&self, Parameters(req): Parameters<PascalArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "camelCase", store = *self.store)]
-    #[tool]
-    async fn send_camel(&self, Parameters(req): Parameters<CamelArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "snake_case", store = *self.store)]
-    #[tool]
-    async fn send_snake(&self, Parameters(req): Parameters<SnakeArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "SCREAMING_SNAKE_CASE", store = *self.store)]
-    #[tool]
-    async fn send_screaming(&self, Parameters(req): Parameters<ScreamingArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "kebab-case", store = *self.store)]
-    #[tool]
-    async fn send_kebab(&self, Parameters(req): Parameters<KebabArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
-
-    /// Send the invoice of one customer and period.
-    #[idempotent(key = "invoice:<req.customer_id>:<req.billing_period>", compare = [req.amount_eur],
-        namespace = "SCREAMING-KEBAB-CASE", store = *self.store)]
-    #[tool]
-    async fn send_shouting_kebab(
-        &self,
-        Parameters(req): Parameters<ShoutingKebabArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::structured(json!({"billed": req.customer_id, "amount": req.amount_eur})))
-    }
+renamed_server! {
+    send_lower(LowerArgs) = "lowercase",
+    send_upper(UpperArgs) = "UPPERCASE",
+    send_pascal(PascalArgs) = "PascalCase",
+    send_camel(CamelArgs) = "camelCase",
+    send_snake(SnakeArgs) = "snake_case",
+    send_screaming(ScreamingArgs) = "SCREAMING_SNAKE_CASE",
+    send_kebab(KebabArgs) = "kebab-case",
+    send_shouting_kebab(ShoutingKebabArgs) = "SCREAMING-KEBAB-CASE";
 
     /// Refund an order: a nested key field, and fields `#[serde(rename)]` renames, named in
     /// `json_names`.
@@ -192,9 +145,6 @@ impl Renamed {
         Ok(CallToolResult::structured(json!({"shipped": req.parcel, "kg": req.weight})))
     }
 }
-
-#[tool_handler]
-impl ServerHandler for Renamed {}
 
 /// What one rule's tool (`send`) and its status tool must show and answer, with the names
 /// the rule gives the three fields.
