@@ -158,7 +158,10 @@ mod fencing {
     #[test]
     fn a_late_finisher_cannot_overwrite_the_new_holder() {
         let a = std::thread::spawn(|| idem::telemetry::observe(|| book(7)));
-        wait_until("A holds the key", || matches!(book_status(7), Ok(Status::InProgress { .. })));
+        // A's body has counted itself: the key is A's, and A is the call held at the gate.
+        // (The key alone shows InProgress before the body runs, and B could count first.)
+        wait_until("A is in its body", || CALLS.load(Ordering::SeqCst) == 1);
+        assert!(matches!(book_status(7), Ok(Status::InProgress { .. })));
         end_lease(&STORE, "faults.book", "book:7"); // A is still running, past its lease
         let (b, b_calls) = idem::telemetry::observe(|| book(7));
         assert_eq!(b.unwrap(), "B");
