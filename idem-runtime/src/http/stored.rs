@@ -61,12 +61,23 @@ struct WireOut<'a> {
 struct WireIn<'a> {
     status: u16,
     #[serde(default, borrow)]
-    headers: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    headers: Vec<WireHeader<'a>>,
     #[serde(borrow)]
-    body: Option<Cow<'a, str>>,
+    body: Option<WireText<'a>>,
     #[serde(borrow)]
-    body_base64: Option<Cow<'a, str>>,
+    body_base64: Option<WireText<'a>>,
 }
+
+// serde borrows a `Cow<str>` only where it is a field's whole type (its `borrow_cow_str`);
+// inside a tuple or an `Option` it would allocate a `String` for every header name and value.
+
+/// A stored header: `[name, value]`.
+#[derive(serde::Deserialize)]
+struct WireHeader<'a>(#[serde(borrow)] Cow<'a, str>, #[serde(borrow)] Cow<'a, str>);
+
+/// A stored string, borrowed from the record unless it holds escapes.
+#[derive(serde::Deserialize)]
+struct WireText<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// A header value as text: each byte one character, so any value HTTP allows reads back.
 fn value_text(value: &HeaderValue) -> Cow<'_, str> {
@@ -95,7 +106,7 @@ impl<'de> serde::Deserialize<'de> for StoredResponse {
         let status = StatusCode::from_u16(wire.status)
             .map_err(|_| D::Error::custom(format!("stored status {} is not a status code", wire.status)))?;
         let mut headers = Vec::with_capacity(wire.headers.len());
-        for (name, value) in wire.headers {
+        for WireHeader(name, value) in wire.headers {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(D::Error::custom)?;
             let value = if value.is_ascii() {
                 HeaderValue::from_str(&value).ok()
@@ -108,8 +119,8 @@ impl<'de> serde::Deserialize<'de> for StoredResponse {
             headers.push((name, value));
         }
         let body = match (wire.body, wire.body_base64) {
-            (Some(text), None) => Bytes::from(text.into_owned()),
-            (None, Some(encoded)) => Bytes::from(base64::decode(&encoded).map_err(D::Error::custom)?),
+            (Some(WireText(text)), None) => Bytes::from(text.into_owned()),
+            (None, Some(WireText(encoded))) => Bytes::from(base64::decode(&encoded).map_err(D::Error::custom)?),
             (None, None) => Bytes::new(),
             (Some(_), Some(_)) => {
                 return Err(D::Error::custom("a stored response has \"body\" (text) or \"body_base64\", not both"));
