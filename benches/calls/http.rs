@@ -3,7 +3,8 @@
 //! memory store against a `HashMap` behind a `Mutex`. Both read the body, hash it with
 //! SHA-256 (method, path, body), hold the key while the handler runs and keep the response
 //! (status, headers, body) for replays; the hand-written one has no lease, no renewal, no
-//! telemetry and no problem+json answers.
+//! telemetry and no problem+json answers. A second hand-written layer keeps each response as
+//! JSON text, as a store keeps bytes: what idem costs beyond writing and reading its record.
 
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
@@ -28,11 +29,29 @@ use super::report::{Report, Row, Target};
 
 pub fn http(settings: &Settings, report: &mut Report) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let baseline = "hand-written layer (HashMap + Mutex)";
+    against(settings, report, &runtime, "hand-written layer (HashMap + Mutex)", Kept::Typed);
+    against(settings, report, &runtime, "hand-written layer, JSON records", Kept::Json);
+}
+
+/// First requests and replays, idem against the hand-written layer that keeps `kept`.
+fn against(
+    settings: &Settings,
+    report: &mut Report,
+    runtime: &tokio::runtime::Runtime,
+    baseline: &'static str,
+    kept: Kept,
+) {
     let first = compare(
         settings.plan(1000),
         |n| runtime.block_on(batch(idem_service(), (0..n).map(|_| next_key()).collect(), StatusCode::CREATED, false)),
-        |n| runtime.block_on(batch(hand_service(), (0..n).map(|_| next_key()).collect(), StatusCode::CREATED, false)),
+        |n| {
+            runtime.block_on(batch(
+                hand_service(kept),
+                (0..n).map(|_| next_key()).collect(),
+                StatusCode::CREATED,
+                false,
+            ))
+        },
     );
     report.rows.push(Row {
         store: "http (memory)",
@@ -43,7 +62,7 @@ pub fn http(settings: &Settings, report: &mut Report) {
     });
 
     let pool: Vec<String> = (0..settings.pool()).map(|_| next_key()).collect();
-    let (mut idem, mut hand) = (idem_service(), hand_service());
+    let (mut idem, mut hand) = (idem_service(), hand_service(kept));
     runtime.block_on(async {
         for key in &pool {
             assert_eq!(call(&mut idem, key).await.0, StatusCode::CREATED);
@@ -67,7 +86,7 @@ pub fn http(settings: &Settings, report: &mut Report) {
     report.rows.push(Row { store: "http (memory)", call: "replay", baseline, pair: replay, target: Target::None });
 }
 
-/// `IDEM_BENCH_PROFILE=http-<first|replay>-<idem|hand>[:n]`: `n` requests on one side only,
+/// `IDEM_BENCH_PROFILE=http-<first|replay>-<idem|hand|json>[:n]`: `n` requests on one side only,
 /// in [`profiled_requests`], for a profiler. Returns how many were answered as expected.
 pub fn profile(call: &str, side: &str, n: usize) -> usize {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -84,8 +103,9 @@ pub fn profile(call: &str, side: &str, n: usize) -> usize {
     runtime.block_on(async {
         match side {
             "idem" => profiled_requests(idem_service(), &pool, keys, replay).await,
-            "hand" => profiled_requests(hand_service(), &pool, keys, replay).await,
-            other => panic!("the http bench's sides are idem and hand, not {other}"),
+            "hand" => profiled_requests(hand_service(Kept::Typed), &pool, keys, replay).await,
+            "json" => profiled_requests(hand_service(Kept::Json), &pool, keys, replay).await,
+            other => panic!("the http bench's sides are idem, hand and json, not {other}"),
         }
     })
 }
@@ -131,8 +151,10 @@ fn idem_service() -> Router {
     billing().layer(IdempotencyLayer::new(MemoryStore::new()))
 }
 
-fn hand_service() -> HandKeys<Router> {
-    HandKeys { inner: billing(), keys: Arc::default() }
+/// The hand-written layer, applied as idem's is (and as users apply middleware in axum):
+/// `Router::layer`, on each route, sharing one map.
+fn hand_service(kept: Kept) -> Router {
+    billing().layer(HandLayer { keys: Arc::default(), kept })
 }
 
 /// One POST with `key`: its status and whether it was a replay.
@@ -175,13 +197,87 @@ where
 
 enum Entry {
     Running,
-    Done { fingerprint: [u8; 32], status: StatusCode, headers: HeaderMap, body: Bytes },
+    Done { fingerprint: [u8; 32], response: KeptResponse },
+}
+
+/// How the hand-written layer keeps a response: as values, or as JSON text the way a store
+/// keeps bytes (written once, parsed on every replay).
+#[derive(Clone, Copy)]
+enum Kept {
+    Typed,
+    Json,
+}
+
+enum KeptResponse {
+    Typed { status: StatusCode, headers: HeaderMap, body: Bytes },
+    Json(String),
+}
+
+/// The JSON record: the status, the kept headers and the body as text.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record<'a> {
+    status: u16,
+    #[serde(borrow)]
+    headers: Vec<(&'a str, &'a str)>,
+    body: std::borrow::Cow<'a, str>,
+}
+
+impl KeptResponse {
+    fn keep(kept: Kept, status: StatusCode, headers: HeaderMap, body: Bytes) -> Self {
+        match kept {
+            Kept::Typed => KeptResponse::Typed { status, headers, body },
+            Kept::Json => {
+                let headers =
+                    headers.iter().map(|(name, value)| (name.as_str(), value.to_str().expect("text"))).collect();
+                let body = String::from_utf8_lossy(&body);
+                KeptResponse::Json(serde_json::to_string(&Record { status: status.as_u16(), headers, body }).unwrap())
+            }
+        }
+    }
+
+    fn replay(&self) -> Response<Body> {
+        let mut response = match self {
+            KeptResponse::Typed { status, headers, body } => {
+                let mut response = Response::new(Body::from(body.clone()));
+                *response.status_mut() = *status;
+                *response.headers_mut() = headers.clone();
+                response
+            }
+            KeptResponse::Json(text) => {
+                let record: Record<'_> = serde_json::from_str(text).expect("a kept record parses");
+                let mut response = Response::new(Body::from(record.body.into_owned()));
+                *response.status_mut() = StatusCode::from_u16(record.status).expect("a status");
+                for (name, value) in record.headers {
+                    let name = axum::http::HeaderName::from_bytes(name.as_bytes()).expect("a name");
+                    response.headers_mut().append(name, value.parse().expect("a value"));
+                }
+                response
+            }
+        };
+        response.headers_mut().insert("idempotent-replayed", "true".parse().unwrap());
+        response
+    }
+}
+
+#[derive(Clone)]
+struct HandLayer {
+    keys: Arc<Mutex<HashMap<String, Entry>>>,
+    kept: Kept,
+}
+
+impl<S> tower_layer::Layer<S> for HandLayer {
+    type Service = HandKeys<S>;
+
+    fn layer(&self, inner: S) -> HandKeys<S> {
+        HandKeys { inner, keys: Arc::clone(&self.keys), kept: self.kept }
+    }
 }
 
 #[derive(Clone)]
 struct HandKeys<S> {
     inner: S,
     keys: Arc<Mutex<HashMap<String, Entry>>>,
+    kept: Kept,
 }
 
 impl<S> Service<Request<Body>> for HandKeys<S>
@@ -200,7 +296,7 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
-        let keys = Arc::clone(&self.keys);
+        let (keys, kept) = (Arc::clone(&self.keys), self.kept);
         Box::pin(async move {
             let Some(key) = request.headers().get("idempotency-key").and_then(|k| k.to_str().ok()) else {
                 return Ok(status_only(StatusCode::BAD_REQUEST));
@@ -220,13 +316,7 @@ where
                     Some(Entry::Done { fingerprint: first, .. }) if *first != fingerprint => {
                         return Ok(status_only(StatusCode::UNPROCESSABLE_ENTITY));
                     }
-                    Some(Entry::Done { status, headers, body, .. }) => {
-                        let mut response = Response::new(Body::from(body.clone()));
-                        *response.status_mut() = *status;
-                        *response.headers_mut() = headers.clone();
-                        response.headers_mut().insert("idempotent-replayed", "true".parse().unwrap());
-                        return Ok(response);
-                    }
+                    Some(Entry::Done { response, .. }) => return Ok(response.replay()),
                     None => map.insert(key.clone(), Entry::Running),
                 };
             }
@@ -243,7 +333,8 @@ where
             if parts.status.is_server_error() {
                 map.remove(&key);
             } else {
-                let entry = Entry::Done { fingerprint, status: parts.status, headers, body: body.clone() };
+                let response = KeptResponse::keep(kept, parts.status, headers, body.clone());
+                let entry = Entry::Done { fingerprint, response };
                 map.insert(key, entry);
             }
             Ok(Response::from_parts(parts, Body::from(body)))
