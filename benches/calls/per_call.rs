@@ -74,8 +74,8 @@ pub fn memory(settings: &Settings, report: &mut Report) {
     assert_eq!(tools.effects.total(), pool.len() as u64, "repeats must not run the body");
     assert_eq!(hand.effects.total(), pool.len() as u64);
 
-    // The same first calls and replays against a baseline that keeps JSON text, as a store
-    // keeps bytes: what idem costs beyond serializing the record.
+    // The same first calls, replays and conflicts against a baseline that keeps JSON text,
+    // as a store keeps bytes: what idem costs beyond serializing the record.
     let baseline = "HashMap + Mutex, JSON records";
     let json = HandMemoryJson::new();
     let first = compare(
@@ -87,13 +87,16 @@ pub fn memory(settings: &Settings, report: &mut Report) {
     for customer in &pool {
         fresh(&json.send_invoice(customer.clone(), PERIOD.into(), AMOUNT, String::new()));
     }
-    let (mut a, mut b) = (0, 0);
-    let replay = compare(
-        settings.plan(2000),
-        |n| timed(cycling(&pool, &mut a, n, AMOUNT), |c, p, a, m| tools.send_invoice(c, p, a, m), replayed),
-        |n| timed(cycling(&pool, &mut b, n, AMOUNT), |c, p, a, m| json.send_invoice(c, p, a, m), replayed),
-    );
-    report.rows.push(Row { store: "memory", call: "replay", baseline, pair: replay, target: Target::None });
+    let repeats: [(&str, f64, Check); 2] = [("replay", AMOUNT, replayed), ("conflict", OTHER_AMOUNT, conflict)];
+    for (call, amount, check) in repeats {
+        let (mut a, mut b) = (0, 0);
+        let pair = compare(
+            settings.plan(2000),
+            |n| timed(cycling(&pool, &mut a, n, amount), |c, p, a, m| tools.send_invoice(c, p, a, m), check),
+            |n| timed(cycling(&pool, &mut b, n, amount), |c, p, a, m| json.send_invoice(c, p, a, m), check),
+        );
+        report.rows.push(Row { store: "memory", call, baseline, pair, target: Target::None });
+    }
 }
 
 pub fn keys(settings: &Settings, report: &mut Report) {
