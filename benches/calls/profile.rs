@@ -22,7 +22,7 @@ fn profiled_calls(args: Vec<Args>, call: &dyn Fn(Args) -> Result<Invoice, ToolEr
 /// bench on one side only, for a profiler. `store`: `memory`, `full`, `normal`, or `http`
 /// (the HTTP layer's requests: `first` and `replay` only); `call`: `first`, `replay`, `busy`
 /// (in progress), `conflict`; `side`: `idem`, `hand`, or `budgeted` (the idem tool with a
-/// budget).
+/// budget; for `http`: `idem`, `hand`, or `json`, the hand-written layer keeping JSON records).
 pub fn profile(spec: &str) {
     let (name, n) = spec.split_once(':').map_or((spec, 10_000), |(name, n)| (name, n.parse().unwrap()));
     let parts: Vec<&str> = name.split('-').collect();

@@ -18,9 +18,22 @@ fn every_bench_runs_and_checks_its_answers() {
             assert!(names.contains(&(store, call)), "no {call} row for {store}: {names:?}");
         }
     }
-    // The memory rows' second baseline (JSON records): a first call and a replay more.
-    let baselines: Vec<&str> = report.rows.iter().filter(|row| row.store == "memory").map(|row| row.baseline).collect();
-    assert!(baselines.contains(&"HashMap + Mutex, JSON records"), "{baselines:?}");
+    // The memory rows' second baseline (JSON records): a first call, a replay and a conflict
+    // more; the HTTP layer's rows are a first request and a replay against each of its two.
+    let baselines = |store: &str| -> Vec<(&str, &str)> {
+        report.rows.iter().filter(|row| row.store == store).map(|row| (row.call, row.baseline)).collect()
+    };
+    let json = "HashMap + Mutex, JSON records";
+    let memory = baselines("memory");
+    assert_eq!(memory.iter().filter(|(_, baseline)| *baseline == json).count(), 3, "{memory:?}");
+    if cfg!(feature = "http") {
+        let http = baselines("http (memory)");
+        let expected = ["hand-written layer (HashMap + Mutex)", "hand-written layer, JSON records"]
+            .into_iter()
+            .flat_map(|baseline| [("first request", baseline), ("replay", baseline)])
+            .collect::<Vec<_>>();
+        assert_eq!(http, expected);
+    }
     assert_eq!(names.iter().filter(|(_, call)| call.starts_with("key:")).count(), 3);
     // The PostgreSQL rows need a server: CI has one (and must measure it), elsewhere the
     // run says it skipped them.
