@@ -78,6 +78,9 @@ fn locked<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct HandMemoryJson {
     map: Mutex<HashMap<String, JsonEntry>>,
     pub effects: Effects,
+    /// Keeps the compared field as a JSON object and answers a conflict as idem's CONFLICT
+    /// does: each field that differs, with both values, in a message with a suggestion.
+    explains: bool,
 }
 
 struct JsonEntry {
@@ -88,7 +91,12 @@ struct JsonEntry {
 
 impl HandMemoryJson {
     pub fn new() -> Self {
-        HandMemoryJson { map: Mutex::default(), effects: Effects::default() }
+        HandMemoryJson { map: Mutex::default(), effects: Effects::default(), explains: false }
+    }
+
+    /// The same, answering a conflict with what idem's CONFLICT tells the model.
+    pub fn explaining() -> Self {
+        HandMemoryJson { explains: true, ..HandMemoryJson::new() }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, JsonEntry>> {
@@ -103,11 +111,14 @@ impl HandMemoryJson {
         memo: String,
     ) -> Result<Invoice, ToolError> {
         let key = format!("invoice:{customer}:{period}");
-        let request = serde_json::to_string(&amount).expect("a number serializes");
+        let request = match self.explains {
+            true => serde_json::json!({ "amount": amount }).to_string(),
+            false => serde_json::to_string(&amount).expect("a number serializes"),
+        };
         let found = {
             let mut map = self.lock();
             match map.get(&key) {
-                Some(entry) if entry.request != request => Some(Err(entry.request.clone())),
+                Some(entry) if entry.request != request => Some(Err((entry.request.clone(), request))),
                 Some(entry) => Some(Ok((entry.result.clone(), entry.reserved_at))),
                 None => {
                     let entry = JsonEntry { request, result: None, reserved_at: std::time::Instant::now() };
@@ -117,7 +128,8 @@ impl HandMemoryJson {
             }
         };
         match found {
-            Some(Err(stored)) => {
+            Some(Err((stored, request))) if self.explains => Err(explained_conflict(&key, &stored, &request)),
+            Some(Err((stored, _))) => {
                 let stored = serde_json::from_str(&stored).expect("a stored amount parses");
                 Err(ToolError::Conflict { stored, requested: amount })
             }
@@ -139,6 +151,29 @@ impl HandMemoryJson {
             }
         }
     }
+}
+
+/// A conflict answered as idem answers it: both requests read as JSON objects, each field
+/// that differs named with both values, in a message with a suggestion.
+fn explained_conflict(key: &str, stored: &str, requested: &str) -> ToolError {
+    let fields = |text: &str| match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let (stored, requested) = (fields(stored), fields(requested));
+    let differences: Vec<(String, serde_json::Value, serde_json::Value)> = requested
+        .iter()
+        .filter(|(name, value)| stored.get(*name) != Some(*value))
+        .map(|(name, value)| (name.clone(), stored.get(name).cloned().unwrap_or_default(), value.clone()))
+        .collect();
+    let changes: Vec<String> =
+        differences.iter().map(|(name, stored, requested)| format!("{name} was {stored}, now {requested}")).collect();
+    let message = format!(
+        "send_invoice: {key} was already requested with other values: {}; ask the user before changing anything; \
+         call send_invoice_status to see the first request's result",
+        changes.join(", ")
+    );
+    ToolError::Explained { message, differences }
 }
 
 /// The same tool by hand with rusqlite, at the same durability as the idem store it is

@@ -97,6 +97,21 @@ pub fn memory(settings: &Settings, report: &mut Report) {
         );
         report.rows.push(Row { store: "memory", call, baseline, pair, target: Target::None });
     }
+
+    // Conflicts against a baseline that answers with what idem's CONFLICT carries: the floor
+    // for that answer.
+    let explaining = HandMemoryJson::explaining();
+    for customer in &pool {
+        fresh(&explaining.send_invoice(customer.clone(), PERIOD.into(), AMOUNT, String::new()));
+    }
+    let (mut a, mut b) = (0, 0);
+    let pair = compare(
+        settings.plan(2000),
+        |n| timed(cycling(&pool, &mut a, n, OTHER_AMOUNT), |c, p, a, m| tools.send_invoice(c, p, a, m), conflict),
+        |n| timed(cycling(&pool, &mut b, n, OTHER_AMOUNT), |c, p, a, m| explaining.send_invoice(c, p, a, m), conflict),
+    );
+    let baseline = "HashMap + Mutex, JSON records, the conflict explained";
+    report.rows.push(Row { store: "memory", call: "conflict", baseline, pair, target: Target::None });
 }
 
 pub fn keys(settings: &Settings, report: &mut Report) {

@@ -48,6 +48,12 @@ pub enum ToolError {
         stored: f64,
         requested: f64,
     },
+    /// A conflict with what idem's CONFLICT carries: a message, and each differing field
+    /// with its stored and requested values.
+    Explained {
+        message: String,
+        differences: Vec<(String, serde_json::Value, serde_json::Value)>,
+    },
     Store(String),
 }
 
@@ -62,7 +68,7 @@ impl ToolError {
         match self {
             ToolError::Idem(error) => error.code() == code,
             ToolError::InProgress => code == ErrorCode::InProgress,
-            ToolError::Conflict { .. } => code == ErrorCode::Conflict,
+            ToolError::Conflict { .. } | ToolError::Explained { .. } => code == ErrorCode::Conflict,
             ToolError::Store(_) => code == ErrorCode::StoreUnavailable,
         }
     }

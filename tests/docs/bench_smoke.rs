@@ -19,13 +19,15 @@ fn every_bench_runs_and_checks_its_answers() {
         }
     }
     // The memory rows' second baseline (JSON records): a first call, a replay and a conflict
-    // more; the HTTP layer's rows are a first request and a replay against each of its two.
+    // more, and a conflict answered as idem's is; the HTTP layer's rows are a first request and a replay against each of its two.
     let baselines = |store: &str| -> Vec<(&str, &str)> {
         report.rows.iter().filter(|row| row.store == store).map(|row| (row.call, row.baseline)).collect()
     };
     let json = "HashMap + Mutex, JSON records";
     let memory = baselines("memory");
     assert_eq!(memory.iter().filter(|(_, baseline)| *baseline == json).count(), 3, "{memory:?}");
+    let explained = ("conflict", "HashMap + Mutex, JSON records, the conflict explained");
+    assert!(memory.contains(&explained), "{memory:?}");
     if cfg!(feature = "http") {
         let http = baselines("http (memory)");
         let expected = ["hand-written layer (HashMap + Mutex)", "hand-written layer, JSON records"]
