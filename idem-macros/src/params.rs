@@ -21,6 +21,13 @@ pub(crate) struct Binding {
     pub params_path: Option<Vec<String>>,
 }
 
+/// The receiver's own `self` token, for generated code that uses the receiver. `self` is
+/// hygienic: one made by the macro names no receiver that came from another macro's context
+/// (a `macro_rules!` that writes the impl block, say, while its methods come from its caller).
+pub(crate) fn receiver_self(sig: &Signature) -> Option<proc_macro2::TokenStream> {
+    sig.receiver().map(|receiver| receiver.self_token.to_token_stream())
+}
+
 /// Every name the parameters bind, in order (tools: [`bindings_of`]).
 #[cfg(test)]
 pub(crate) fn bindings(sig: &Signature) -> Vec<Binding> {

@@ -352,8 +352,7 @@ fn passed(
             FnArg::Receiver(receiver) => {
                 let mut receiver = receiver.clone();
                 receiver.attrs.clear();
-                // The tool's own `self` token: `self` is hygienic, so one spanned at this
-                // attribute would not name a receiver written in another macro's context.
+                // The tool's own `self` token, as `params::receiver_self` gives it.
                 let this = receiver.self_token;
                 inputs.push(quote!(#receiver));
                 forwarded.push(quote!(#this));

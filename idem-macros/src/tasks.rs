@@ -149,11 +149,12 @@ fn wrap_call_tool(method: &mut ImplItemFn, krate: &syn::Path, errors: &mut Error
     let (client, server) =
         (syn::Ident::new("__idem_client", Span::mixed_site()), syn::Ident::new("__idem_server", Span::mixed_site()));
     let request = &args[0];
+    let this = crate::params::receiver_self(&method.sig).unwrap_or_else(|| quote!(self));
     // The signature stays as written, `mut` bindings too: only the moved body uses them.
     method.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
     method.block = syn::parse_quote!({
         let #client = #tasks::client(&#request, &#context);
-        let #server = #tasks::owned_server(self);
+        let #server = #tasks::owned_server(#this);
         #tasks::serve_call(#client, async move { #server.__idem_call_tool(#(#args),*).await }).await
     });
     Some(syn::parse_quote!(#[doc(hidden)] #served))

@@ -38,6 +38,10 @@ mod rmcp_scope_root_shares_a_field_name;
 #[path = "accepted/rmcp-tasks-on-a-hand-written-call-tool.rs"]
 mod rmcp_tasks_on_a_hand_written_call_tool;
 
+#[cfg(feature = "rmcp")]
+#[path = "accepted/rmcp-tasks-in-a-macro-rules-impl.rs"]
+mod rmcp_tasks_in_a_macro_rules_impl;
+
 #[path = "accepted/self-method.rs"]
 mod self_method;
 
@@ -104,4 +108,10 @@ fn sync_free_fn() {
 #[test]
 fn rmcp_tasks_on_a_hand_written_call_tool() {
     rmcp_tasks_on_a_hand_written_call_tool::main();
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn rmcp_tasks_in_a_macro_rules_impl() {
+    rmcp_tasks_in_a_macro_rules_impl::main();
 }

@@ -62,11 +62,7 @@ pub(super) fn task_state_fn(
     let caller_is = match &plan.scope {
         None => quote!(#tasks::Caller::Anyone),
         Some(scope) => {
-            // The tool's own `self` token, as the receiver above is: `self` is hygienic.
-            let service = sig.receiver().map_or(quote!(&()), |receiver| {
-                let this = receiver.self_token;
-                quote!(#this)
-            });
+            let service = crate::params::receiver_self(sig).unwrap_or_else(|| quote!(&()));
             let tool_name = sig.ident.to_string();
             let parts = Ident::new("__idem_parts", Span::mixed_site());
             let label = syn::Lifetime::new("'__idem_caller", Span::mixed_site());
